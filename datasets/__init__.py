@@ -1,0 +1,1 @@
+"""Built-in dataset plugins: LED, XOR, scikit-learn bundled sets, Friedman #1, linear Gaussian."""

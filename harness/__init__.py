@@ -1,0 +1,49 @@
+"""A benchmark and comparison harness for variable-importance measures of tree ensembles.
+
+Public API (see DESIGN.md)::
+
+    import harness
+    harness.list_methods()
+    ds = harness.load_dataset("led")
+    model = harness.fit_model({"forest": "extra_trees", "max_features": 1}, ds, seed=0)
+    imp = harness.explain("local_mdi", model, ds.X, ds.y, seed=0)
+    harness.compare(datasets=["led"], models=["extra_trees"], methods=["mdi"], out="runs/x")
+    df = harness.load_results("runs/x")
+"""
+
+from harness.api import explain, list_datasets, list_methods, load_dataset
+from harness.errors import (
+    BadInputError,
+    HarnessError,
+    InvalidParameterError,
+    MethodSkipped,
+    NotInstalledError,
+    UnknownNameError,
+)
+from harness.method import ExplainData, Method
+from harness.models import ModelSpec, fit_model
+from harness.types import Dataset, GroundTruth, Importances, TruthVector
+
+__version__ = "0.1.0"
+
+
+def compare(*args, **kwargs):
+    """Run a grid and write its store and reports; see :func:`harness.runner.compare`."""
+    from harness.runner import compare as _compare
+
+    return _compare(*args, **kwargs)
+
+
+def load_results(*args, **kwargs):
+    """Tidy results of a run; see :func:`harness.results.load_results`."""
+    from harness.results import load_results as _load_results
+
+    return _load_results(*args, **kwargs)
+
+
+__all__ = [
+    "BadInputError", "Dataset", "ExplainData", "GroundTruth", "HarnessError", "Importances",
+    "InvalidParameterError", "Method", "MethodSkipped", "ModelSpec", "NotInstalledError",
+    "TruthVector", "UnknownNameError", "compare", "explain", "fit_model", "list_datasets",
+    "list_methods", "load_dataset", "load_results",
+]

@@ -1,0 +1,169 @@
+"""Command line: ``python -m harness compare | list | report``.
+
+Bad input (unknown name, bad parameter, unreadable config) prints one line naming what is
+allowed and what was received, exits with code 2 and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+EXIT_BAD_INPUT = 2
+CONFIG_KEYS = ("datasets", "models", "methods", "seeds", "out", "jobs", "timeout", "executor",
+               "explain_on", "max_explain", "force")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _flatten(values):
+    if values is None:
+        return None
+    return [item for group in values for item in group]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="harness", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    cmp = commands.add_parser("compare", help="run a grid of datasets x models x methods")
+    cmp.add_argument("-d", "--dataset", action="append", nargs="+", metavar="SPEC",
+                     help="dataset spec, e.g. led or 'led[n_samples=200]' (repeatable)")
+    cmp.add_argument("-m", "--method", action="append", nargs="+", metavar="SPEC",
+                     help="method spec, e.g. 'treeshap[perturbation=interventional]'")
+    cmp.add_argument("--model", action="append", nargs="+", metavar="SPEC",
+                     help="forest spec, e.g. 'extra_trees[n_estimators=100,max_features=1]'")
+    cmp.add_argument("--seeds", nargs="+", type=int, metavar="N", help="seeds (default: 0)")
+    cmp.add_argument("--out", help="run folder (default: runs/compare)")
+    cmp.add_argument("--jobs", type=int, help="cells run in parallel (default: 1)")
+    cmp.add_argument("--timeout", type=float, help="hard per-cell timeout, seconds (600)")
+    cmp.add_argument("--executor", choices=("process", "inprocess"),
+                     help="process (default: isolated, with timeouts) or inprocess (debug)")
+    cmp.add_argument("--explain-on", choices=("train", "test", "all"), dest="explain_on",
+                     help="rows that local methods explain (default: train)")
+    cmp.add_argument("--max-explain", type=int, dest="max_explain",
+                     help="explain at most this many rows (a seeded subset)")
+    cmp.add_argument("--config", type=Path, help="TOML file with any of the options above")
+    cmp.add_argument("--force", action="store_true", default=None,
+                     help="recompute cells already stored")
+    cmp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    commands.add_parser("list", help="methods and datasets with their parameters")
+    rep = commands.add_parser("report", help="rebuild the reports of a run folder")
+    rep.add_argument("out", type=Path)
+    return parser
+
+
+def _read_config(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            config = tomllib.load(handle)
+    except OSError as exc:
+        raise HarnessError(f"Cannot read config {str(path)!r}: {exc.strerror}.") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise HarnessError(f"Config {str(path)!r} is not valid TOML: {exc}.") from exc
+    unknown = sorted(set(config) - set(CONFIG_KEYS))
+    if unknown:
+        raise HarnessError(f"Config {str(path)!r} has unknown key {unknown[0]!r}; allowed keys: "
+                           f"{', '.join(CONFIG_KEYS)}.")
+    return config
+
+
+def _compare_options(args) -> dict:
+    options = _read_config(args.config) if args.config else {}
+    given = {
+        "datasets": _flatten(args.dataset), "methods": _flatten(args.method),
+        "models": _flatten(args.model), "seeds": args.seeds, "out": args.out,
+        "jobs": args.jobs, "timeout": args.timeout, "executor": args.executor,
+        "explain_on": args.explain_on, "max_explain": args.max_explain, "force": args.force,
+    }
+    options.update({k: v for k, v in given.items() if v is not None})
+    options.setdefault("out", "runs/compare")
+    return options
+
+
+class _Progress:
+    """tqdm bar over cells (done / total, ETA); stage text in the description."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar = None
+
+    def __call__(self, kind: str, payload) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        if kind == "total":
+            total, reused = payload
+            self.bar = tqdm(total=total, initial=reused, unit="cell", file=sys.stderr,
+                            dynamic_ncols=True)
+        elif kind == "stage" and self.bar is not None:
+            self.bar.set_description_str(payload[:60])
+        elif kind == "cell" and self.bar is not None:
+            cell, status = payload
+            self.bar.update(1)
+            self.bar.set_postfix_str(f"{cell.method!r}: {status}"[:50])
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _run_compare(args) -> int:
+    from harness.runner import compare
+
+    options = _compare_options(args)
+    progress = _Progress(enabled=not args.no_progress)
+    try:
+        summary = compare(**options, on_event=progress)
+    finally:
+        progress.close()
+    print(summary.line())
+    index = Path(options["out"]) / "index.html"
+    if index.exists():
+        print(f"report: {index}")
+    print(f"wall time: {summary.wall_time:.1f} s")
+    return summary.exit_code
+
+
+def _run_list() -> int:
+    from harness.api import list_datasets, list_methods
+
+    print("methods:")
+    for row in list_methods().itertuples():
+        state = "installed" if row.installed else f"NOT installed (needs {row.missing})"
+        params = ", ".join(f"{k}={v!r}" for k, v in row.parameters.items()) or "-"
+        print(f"  {row.name:<12} {row.scope:<6} {row.family:<20} [{state}]\n"
+              f"      tasks: {row.tasks}; parameters: {params}\n      {row.summary}")
+    print("datasets:")
+    for row in list_datasets().itertuples():
+        params = ", ".join(f"{k}={v!r}" for k, v in row.parameters.items()) or "-"
+        print(f"  {row.name:<15} {row.task:<14} parameters: {params}\n      {row.summary}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "compare":
+            return _run_compare(args)
+        if args.command == "list":
+            return _run_list()
+        from harness.reports.index import build_reports
+
+        for path in build_reports(args.out):
+            print(path)
+        return 0
+    except HarnessError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("harness: interrupted; finished cells are stored, rerun to resume.",
+              file=sys.stderr)
+        return 130

@@ -1,0 +1,119 @@
+"""Executors: where cells run. They return results; only the runner writes the store.
+
+- :class:`InProcessExecutor` runs cells one after the other in this process (debugging; a
+  hang or a crash there stops the run).
+- :class:`ProcessExecutor` (default) forks one child process per cell, up to ``jobs`` at a
+  time. The child inherits the fitted models, sends back its result through a pipe and exits;
+  a hard per-cell ``timeout`` kills it. An exception, a hang or a crash of the child (segfault,
+  ``os._exit``, out-of-memory kill) becomes one ``error``/``timeout`` result, never the run's.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from multiprocessing.connection import wait
+
+from harness.cells import Cell
+from harness.execute import CellInput, run_one
+
+OnResult = Callable[[Cell, dict], None]
+Task = tuple[Cell, CellInput]
+
+
+class InProcessExecutor:
+    """Run cells sequentially in the current process (no timeout, no isolation)."""
+
+    name = "inprocess"
+
+    def run(self, tasks: list[Task], on_result: OnResult) -> None:
+        for cell, inputs in tasks:
+            on_result(cell, run_one(cell, inputs))
+
+
+def _child(writer, cell: Cell, inputs: CellInput) -> None:
+    try:
+        result = run_one(cell, inputs)
+    except BaseException as exc:  # run_one catches Exception; this is for the rest
+        result = {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
+                  "traceback": traceback.format_exc()}
+    try:
+        writer.send(result)
+    except Exception as exc:
+        writer.send({"status": "error", "reason": f"result could not be sent back: {exc}"})
+    writer.close()
+    os._exit(0)
+
+
+def _death_reason(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"the cell's process was killed by {name} before returning a result"
+    return f"the cell's process exited with code {exitcode} before returning a result"
+
+
+class ProcessExecutor:
+    """One forked child per cell, ``jobs`` at a time, each killed after ``timeout`` seconds."""
+
+    name = "process"
+
+    def __init__(self, jobs: int = 1, timeout: float | None = None) -> None:
+        self.jobs = max(1, int(jobs))
+        self.timeout = timeout
+
+    def run(self, tasks: list[Task], on_result: OnResult) -> None:
+        context = multiprocessing.get_context("fork")
+        pending = deque(tasks)
+        running: dict = {}
+        try:
+            while pending or running:
+                while pending and len(running) < self.jobs:
+                    cell, inputs = pending.popleft()
+                    reader, writer = context.Pipe(duplex=False)
+                    process = context.Process(target=_child, args=(writer, cell, inputs),
+                                              daemon=True)
+                    process.start()
+                    writer.close()
+                    deadline = (time.monotonic() + self.timeout) if self.timeout else None
+                    running[reader] = (process, cell, deadline)
+                deadlines = [d for (_, _, d) in running.values() if d is not None]
+                wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+                for reader in wait(list(running), timeout=wait_for):
+                    process, cell, _ = running.pop(reader)
+                    try:
+                        result = reader.recv()
+                    except (EOFError, OSError):
+                        process.join(timeout=10)
+                        result = {"status": "error", "reason": _death_reason(process.exitcode)}
+                    reader.close()
+                    process.join(timeout=10)
+                    if process.is_alive():
+                        process.kill()
+                        process.join()
+                    on_result(cell, result)
+                now = time.monotonic()
+                for reader, (process, cell, deadline) in list(running.items()):
+                    if deadline is not None and now >= deadline:
+                        process.kill()
+                        process.join()
+                        reader.close()
+                        del running[reader]
+                        on_result(cell, {"status": "timeout",
+                                         "reason": f"exceeded the per-cell timeout of "
+                                                   f"{self.timeout:g} s"})
+        finally:
+            for reader, (process, _, _) in running.items():
+                process.kill()
+                process.join()
+                reader.close()
+
+
+EXECUTORS = {"process": ProcessExecutor, "inprocess": InProcessExecutor}

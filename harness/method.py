@@ -1,0 +1,88 @@
+"""The Method contract: one small class per importance measure.
+
+A method declares its ``name``, ``scope``, ``family``, the tasks it supports, the optional
+packages it needs and its parameters (with defaults and constraints). It implements
+``_explain(model, data, rng)`` and may implement ``skip(model, data)``. The base class
+validates parameters, times ``_explain`` alone and stamps the result.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.params import Param, validate_params
+from harness.spec import format_spec
+from harness.types import Importances, Scope, Task
+
+
+@dataclass
+class ExplainData:
+    """The rows a method explains (and, for methods that need them, the targets).
+
+    ``X`` is float64 of shape (n, p); ``y`` may be None for methods that do not need it.
+    """
+
+    X: np.ndarray
+    y: np.ndarray | None
+    feature_names: list[str]
+    task: Task
+
+
+class Method:
+    """Base class of importance methods (see DESIGN.md, "Contracts")."""
+
+    name: ClassVar[str] = ""
+    scope: ClassVar[Scope] = "global"
+    family: ClassVar[str] = ""
+    tasks: ClassVar[tuple[str, ...]] = ("classification", "regression")
+    requires: ClassVar[tuple[str, ...]] = ()
+    needs_y: ClassVar[bool] = False
+    parameters: ClassVar[dict[str, Param]] = {}
+    summary: ClassVar[str] = ""
+
+    def __init__(self, **params: Any) -> None:
+        self.params = validate_params(self.name, self.parameters, params)
+
+    def __repr__(self) -> str:
+        changed = {
+            k: v for k, v in self.params.items() if v != self.parameters[k].default
+        }
+        return format_spec(self.name, changed)
+
+    @classmethod
+    def missing_packages(cls) -> list[str]:
+        """Optional packages this method needs that cannot be imported here."""
+        return [pkg for pkg in cls.requires if importlib.util.find_spec(pkg) is None]
+
+    @classmethod
+    def import_requirements(cls) -> None:
+        """Import the optional packages now, so that their import is not timed as explain."""
+        for package in cls.requires:
+            importlib.import_module(package)
+
+    def skip(self, model: Any, data: ExplainData) -> str | None:
+        """Reason not to run on this cell, or None. Subclasses extend; call super()."""
+        if data.task not in self.tasks:
+            return f"{self.name} supports {', '.join(self.tasks)} only; this is {data.task}."
+        if self.needs_y and data.y is None:
+            return f"{self.name} needs the targets y of the explained rows; none were given."
+        return None
+
+    def explain(self, model: Any, data: ExplainData, rng: np.random.Generator) -> Importances:
+        """Run the method; only this call is timed."""
+        start = time.perf_counter()
+        result = self._explain(model, data, rng)
+        result.time_explain = time.perf_counter() - start
+        result.method = repr(self)
+        return result
+
+    def _explain(
+        self, model: Any, data: ExplainData, rng: np.random.Generator
+    ) -> Importances:  # pragma: no cover - interface
+        raise NotImplementedError

@@ -1,0 +1,113 @@
+"""Registry: an explicit dict of built-ins plus entry-point groups for third parties.
+
+Built-ins are named as ``"module:Class"`` strings and imported lazily, so that the harness
+never imports a concrete method or dataset by name at import time. Third-party packages add
+their own under the entry-point groups ``harness.methods`` and ``harness.datasets``. A plugin
+that fails to import warns instead of crashing; a duplicate name warns and the first wins;
+an unknown name raises with the sorted list of what exists.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import warnings
+from importlib.metadata import entry_points
+
+from harness.dataset import DatasetSource
+from harness.errors import unknown_name
+from harness.method import Method
+
+BUILTIN_METHODS: dict[str, str] = {
+    "mdi": "harness.methods.mdi:MDI",
+    "local_mdi": "harness.methods.local_mdi:LocalMDI",
+    "saabas": "harness.methods.saabas:Saabas",
+    "treeshap": "harness.methods.treeshap:TreeSHAP",
+}
+
+BUILTIN_DATASETS: dict[str, str] = {
+    "led": "harness.datasets.led:LED",
+    "xor": "harness.datasets.xor:XOR",
+    "digits": "harness.datasets.sklearn_bundled:Digits",
+    "iris": "harness.datasets.sklearn_bundled:Iris",
+    "wine": "harness.datasets.sklearn_bundled:Wine",
+    "breast_cancer": "harness.datasets.sklearn_bundled:BreastCancer",
+    "diabetes": "harness.datasets.sklearn_bundled:Diabetes",
+    "friedman1": "harness.datasets.friedman:Friedman1",
+    "linear_gaussian": "harness.datasets.linear_gaussian:LinearGaussian",
+}
+
+GROUPS = {"method": "harness.methods", "dataset": "harness.datasets"}
+
+
+def _import_object(target: str):
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _entry_point_targets(group: str) -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=group)}
+
+
+@functools.cache
+def _classes(kind: str) -> dict[str, type]:
+    builtins = BUILTIN_METHODS if kind == "method" else BUILTIN_DATASETS
+    base = Method if kind == "method" else DatasetSource
+    found: dict[str, type] = {}
+    targets = list(builtins.items())
+    for name, target in _entry_point_targets(GROUPS[kind]).items():
+        if name in builtins:
+            if builtins[name] != target:
+                warnings.warn(
+                    f"The {kind} {name!r} from entry point {target!r} is ignored: "
+                    f"a built-in {kind} has that name.",
+                    stacklevel=2,
+                )
+            continue
+        targets.append((name, target))
+    for name, target in targets:
+        try:
+            cls = _import_object(target)
+        except Exception as exc:  # a broken plugin must not take the harness down
+            warnings.warn(f"Cannot load {kind} {name!r} from {target!r}: {exc}", stacklevel=2)
+            continue
+        if not (isinstance(cls, type) and issubclass(cls, base)):
+            warnings.warn(
+                f"{target!r} registered as {kind} {name!r} is not a {base.__name__}.",
+                stacklevel=2,
+            )
+            continue
+        found[name] = cls
+    return found
+
+
+def method_names() -> list[str]:
+    return sorted(_classes("method"))
+
+
+def dataset_names() -> list[str]:
+    return sorted(_classes("dataset"))
+
+
+def get_method_class(name: str) -> type[Method]:
+    """The Method class registered under ``name``."""
+    classes = _classes("method")
+    if name not in classes:
+        raise unknown_name("method", name, list(classes))
+    return classes[name]
+
+
+def get_dataset_class(name: str) -> type[DatasetSource]:
+    """The DatasetSource class registered under ``name``."""
+    classes = _classes("dataset")
+    if name not in classes:
+        raise unknown_name("dataset", name, list(classes))
+    return classes[name]
+
+
+def make_method(name: str, **params) -> Method:
+    return get_method_class(name)(**params)
+
+
+def make_dataset(name: str, **params) -> DatasetSource:
+    return get_dataset_class(name)(**params)

@@ -1,0 +1,233 @@
+"""The runner: expand a grid, skip stored cells, fit each model once, execute, store, report."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.cells import Cell, expand_datasets, expand_methods, expand_models, iter_cells
+from harness.defaults import DEFAULT_GRID
+from harness.errors import BadInputError
+from harness.execute import CellInput
+from harness.executors import EXECUTORS
+from harness.forest import is_classifier
+from harness.method import ExplainData, Method
+from harness.models import fit_model
+from harness.store import FINAL_STATUSES, Store
+
+EXPLAIN_ON = ("train", "test", "all")
+
+
+@dataclass
+class RunSummary:
+    """Counts of one ``compare`` run and where its results are."""
+
+    out: Path
+    total: int = 0
+    done: int = 0
+    reused: int = 0
+    skipped: int = 0
+    not_installed: int = 0
+    error: int = 0
+    timeout: int = 0
+    wall_time: float = 0.0
+    reports: list[Path] = field(default_factory=list)
+
+    def line(self) -> str:
+        text = (f"cells: {self.total} total, {self.done} done ({self.reused} reused), "
+                f"{self.skipped} skipped, {self.error} error, {self.timeout} timeout")
+        if self.not_installed:
+            text += f", {self.not_installed} not installed"
+        return text
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.error == 0 and self.timeout == 0 else 1
+
+
+def _versions() -> dict[str, str]:
+    found = {}
+    for dist in ("tree-importance-harness", "numpy", "scikit-learn", "shap", "pandas"):
+        try:
+            found[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            found[dist] = "not installed"
+    return found
+
+
+def _explain_rows(model, dataset, cell: Cell) -> np.ndarray:
+    info = model.harness_fit_
+    rows = {"train": info["train_index"], "test": info["test_index"],
+            "all": np.arange(dataset.n_samples)}[cell.explain_on]
+    if cell.max_explain is not None and rows.size > cell.max_explain:
+        rng = np.random.default_rng(cell.seed)
+        rows = np.sort(rng.choice(rows, size=cell.max_explain, replace=False))
+    return rows
+
+
+def plan(datasets=None, models=None, methods=None, seeds=None, explain_on="train",
+         max_explain=None) -> list[Cell]:
+    """Validate a grid and list its cells; raises on bad input before anything is written."""
+    if explain_on not in EXPLAIN_ON:
+        raise BadInputError(f"explain_on must be one of {', '.join(EXPLAIN_ON)}; "
+                            f"got {explain_on!r}.")
+    if max_explain is not None and (not isinstance(max_explain, int) or max_explain < 1):
+        raise BadInputError(f"max_explain must be a positive int or None; got {max_explain!r}.")
+    seeds = list(DEFAULT_GRID["seeds"] if seeds is None else seeds)
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+        raise BadInputError(f"seeds must be non-negative ints; got {seeds!r}.")
+    method_objs = [m for m in (methods or DEFAULT_GRID["methods"]) if isinstance(m, Method)]
+    method_objs += expand_methods(
+        [m for m in (methods or DEFAULT_GRID["methods"]) if not isinstance(m, Method)]
+    )
+    grid = (expand_datasets(datasets or DEFAULT_GRID["datasets"]),
+            expand_models(models or DEFAULT_GRID["models"]), method_objs, seeds)
+    for name, items in zip(("datasets", "models", "methods", "seeds"), grid):
+        if not items:
+            raise BadInputError(f"The grid has no {name}; give at least one.")
+    for dataset in grid[0]:
+        for model in grid[1]:
+            model.estimator(dataset.task, 0)  # e.g. a regression criterion on a classifier
+    return list(iter_cells(*grid, explain_on=explain_on, max_explain=max_explain))
+
+
+def compare(
+    datasets: list | None = None, models: list | None = None, methods: list | None = None,
+    seeds: list[int] | None = None, out: str | Path = "runs/latest", jobs: int = 1,
+    timeout: float | None = 600.0, executor: str = "process", force: bool = False,
+    explain_on: str = "train", max_explain: int | None = None, reports: bool = True,
+    on_event: Callable[[str, Any], None] | None = None,
+) -> RunSummary:
+    """Run a grid of datasets x models x seeds x methods and write store and reports.
+
+    Cells already stored as ``done`` or ``skipped`` are reused (unless ``force``); failed ones
+    are retried. ``on_event(kind, payload)`` receives ``("total", n)``, ``("cell", (cell,
+    status))`` and ``("stage", text)`` for progress display. When neither ``datasets`` nor
+    ``methods`` is given, the default grid (with its ``max_explain``) is used. Returns a
+    :class:`RunSummary`.
+    """
+    notify = on_event or (lambda kind, payload: None)
+    if executor not in EXECUTORS:
+        raise BadInputError(f"executor must be one of {', '.join(sorted(EXECUTORS))}; "
+                            f"got {executor!r}.")
+    if not isinstance(jobs, int) or jobs < 1:
+        raise BadInputError(f"jobs must be an int >= 1; got {jobs!r}.")
+    if timeout is not None and timeout <= 0:
+        raise BadInputError(f"timeout must be > 0 seconds or None; got {timeout!r}.")
+    if max_explain is None and datasets is None and methods is None:
+        max_explain = DEFAULT_GRID["max_explain"]
+    cells = plan(datasets, models, methods, seeds, explain_on, max_explain)
+    start = time.perf_counter()
+    summary = RunSummary(out=Path(out), total=len(cells))
+    store = Store(out)
+    try:
+        stored = {} if force else store.statuses()
+        todo = [c for c in cells if stored.get(c.key) not in FINAL_STATUSES]
+        summary.reused = summary.total - len(todo)
+        todo_keys = {c.key for c in todo}
+        for cell in cells:
+            if cell.key not in todo_keys:
+                _count(summary, stored[cell.key])
+        notify("total", (summary.total, summary.reused))
+        versions = _versions()
+
+        def record(cell: Cell, result: dict) -> None:
+            result = {**result, "versions": versions}
+            store.record_cell(cell.meta(), result)
+            _count(summary, result["status"])
+            notify("cell", (cell, result["status"]))
+
+        tasks = _prepare(todo, store, record, notify)
+        _import_requirements(cell.method for cell, _ in tasks)
+        executor_obj = (EXECUTORS[executor](jobs=jobs, timeout=timeout)
+                        if executor == "process" else EXECUTORS[executor]())
+        notify("stage", f"explaining {len(tasks)} cells")
+        executor_obj.run(tasks, record)
+        if reports:
+            notify("stage", "writing reports")
+            from harness.reports.index import build_reports
+
+            summary.reports = build_reports(Path(out))
+    finally:
+        store.close()
+    summary.wall_time = time.perf_counter() - start
+    return summary
+
+
+def _import_requirements(methods) -> None:
+    """Import optional packages once here, so that forked cells inherit them untimed."""
+    for cls in {type(method) for method in methods}:
+        if not cls.missing_packages():
+            try:
+                cls.import_requirements()
+            except Exception:  # the cell itself will report the failure
+                pass
+
+
+def _count(summary: RunSummary, status: str) -> None:
+    attribute = {"done": "done", "skipped": "skipped", "not_installed": "not_installed",
+                 "error": "error", "timeout": "timeout"}[status]
+    setattr(summary, attribute, getattr(summary, attribute) + 1)
+
+
+def _failure(stage: str, exc: BaseException) -> dict:
+    return {"status": "error", "reason": f"{stage} failed: {type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc()}
+
+
+def _prepare(todo: list[Cell], store: Store, record, notify) -> list[tuple[Cell, CellInput]]:
+    """Load each dataset and fit each model once; failures become error cells."""
+    tasks = []
+    loaded: dict[tuple[str, int], Any] = {}
+    groups: dict[tuple[str, str, int], list[Cell]] = {}
+    for cell in todo:
+        groups.setdefault(cell.group, []).append(cell)
+    for (dataset_key, model_key, seed), group in groups.items():
+        first = group[0]
+        notify("stage", f"fitting {model_key} on {dataset_key} (seed {seed})")
+        try:
+            if (dataset_key, seed) not in loaded:
+                dataset = first.dataset.load(seed)
+                store.record_dataset(f"{dataset_key}|{seed}", dataset, seed)
+                loaded[(dataset_key, seed)] = dataset
+            dataset = loaded[(dataset_key, seed)]
+        except Exception as exc:
+            for cell in group:
+                record(cell, _failure("loading the dataset", exc))
+            continue
+        try:
+            model = fit_model(first.model, dataset, seed)
+        except Exception as exc:
+            for cell in group:
+                record(cell, _failure("fitting the model", exc))
+            continue
+        _record_model(store, model, dataset, first)
+        for cell in group:
+            rows = _explain_rows(model, dataset, cell)
+            data = ExplainData(X=dataset.X[rows], y=dataset.y[rows],
+                               feature_names=dataset.feature_names, task=dataset.task)
+            tasks.append((cell, CellInput(model=model, data=data, sample_index=rows)))
+    return tasks
+
+
+def _record_model(store: Store, model, dataset, cell: Cell) -> None:
+    info = model.harness_fit_
+    predict = model.predict_proba if is_classifier(model) else model.predict
+    start = time.perf_counter()
+    predict(dataset.X[info["train_index"]])
+    store.record_model({
+        "key": f"{cell.group[0]}|{cell.group[1]}|{cell.seed}", "dataset": cell.group[0],
+        "model": cell.group[1], "seed": cell.seed, "task": dataset.task,
+        "fit_time": info["fit_time"], "score": info["score"],
+        "score_name": info["score_name"], "n_train": int(info["train_index"].size),
+        "n_test": int(info["test_index"].size), "n_features": dataset.n_features,
+        "feature_names": dataset.feature_names,
+        "predict_time": time.perf_counter() - start,
+    })

@@ -1,0 +1,1 @@
+"""Importance methods, one module per measure (installed as ``harness.methods``)."""
