@@ -51,7 +51,9 @@ def _feature_names(model, X, n_features: int) -> list[str]:
     if hasattr(X, "columns"):
         return [str(c) for c in X.columns]
     names = getattr(model, "feature_names_in_", None)
-    if names is not None:
+    if names is None:
+        names = getattr(model, "harness_fit_", {}).get("feature_names")
+    if names is not None and len(names) == n_features:
         return [str(c) for c in names]
     return [f"x{j}" for j in range(n_features)]
 
@@ -126,5 +128,5 @@ def explain(
     reason = instance.skip(model, data)
     if reason:
         raise MethodSkipped(reason)
-    instance.import_requirements()
+    instance.prepare()
     return instance.explain(model, data, np.random.default_rng(seed))

@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="forest spec, e.g. 'extra_trees[n_estimators=100,max_features=1]'")
     cmp.add_argument("--seeds", nargs="+", type=int, metavar="N", help="seeds (default: 0)")
     cmp.add_argument("--out", help="run folder (default: runs/compare)")
-    cmp.add_argument("--jobs", type=int, help="cells run in parallel (default: 1)")
+    cmp.add_argument("--jobs", type=int, help="cells run in parallel (default: number of CPUs)")
     cmp.add_argument("--timeout", type=float, help="hard per-cell timeout, seconds (600)")
     cmp.add_argument("--executor", choices=("process", "inprocess"),
                      help="process (default: isolated, with timeouts) or inprocess (debug)")
@@ -149,7 +149,10 @@ def _run_list() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, one line)
+        return int(exc.code or 0)
     try:
         if args.command == "compare":
             return _run_compare(args)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from harness.cells import Cell
-from harness.forest import is_classifier
+from harness.forest import predict_output
 from harness.method import ExplainData
 
 
@@ -38,14 +38,13 @@ def run_one(cell: Cell, inputs: CellInput) -> dict[str, Any]:
         reason = method.skip(inputs.model, inputs.data)
         if reason:
             return {"status": "skipped", "reason": reason}
-        method.import_requirements()  # usually already done by the runner before forking
+        method.prepare()  # usually already done by the runner before forking
         importances = method.explain(inputs.model, inputs.data, np.random.default_rng(cell.seed))
     except Exception as exc:
         return {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc()}
-    predict = inputs.model.predict_proba if is_classifier(inputs.model) else inputs.model.predict
     start = time.perf_counter()
-    predict(inputs.data.X)
+    predict_output(inputs.model, inputs.data.X)
     time_predict = time.perf_counter() - start
     sample_index = inputs.sample_index
     if importances.sample_index is not None:

@@ -9,6 +9,7 @@ the parent. Evaluating a decomposition at ``x`` is then a gather at the leaf tha
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -149,9 +150,21 @@ def path_accumulate(tree: FlatTree, node_quantity: np.ndarray, n_features: int,
     return cum
 
 
+def _quietly(call, X):
+    # a forest fitted on a DataFrame warns about plain arrays; the columns were checked already
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        return call(X)
+
+
 def apply_leaves(model, X: np.ndarray) -> np.ndarray:
     """Leaf id reached by every row in every tree, shape (n, n_trees) (scikit-learn routing)."""
-    return model.apply(np.asarray(X, dtype=np.float32))
+    return _quietly(model.apply, np.asarray(X, dtype=np.float32))
+
+
+def predict_output(model, X: np.ndarray) -> np.ndarray:
+    """``predict_proba`` for classifiers, ``predict`` for regressors."""
+    return _quietly(model.predict_proba if is_classifier(model) else model.predict, X)
 
 
 IMPURITY_UNITS = {

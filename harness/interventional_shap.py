@@ -19,9 +19,16 @@ Routing follows scikit-learn: a row goes left when ``float32(x_j) <= threshold``
 from __future__ import annotations
 
 import math
+import os
 
+import numba
 import numpy as np
 from numba import njit, prange
+
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    # The runner forks one process per cell, and GNU OpenMP (numba's usual layer) aborts a
+    # forked child once the parent has used it; numba's own work queue is fork-safe.
+    numba.config.THREADING_LAYER = "workqueue"
 
 
 @njit(cache=True)
@@ -113,3 +120,18 @@ def interventional_shap(trees, X: np.ndarray, background: np.ndarray) -> np.ndar
                    tree.feature.astype(np.int64), tree.threshold.astype(np.float64),
                    np.ascontiguousarray(tree.value), out)
     return out / (len(trees) * Z32.shape[0])
+
+
+def compile_kernel() -> None:
+    """Compile (or load from numba's cache) the kernel for both output widths, on a stump."""
+    from harness.forest import FlatTree
+
+    stump = FlatTree(
+        left=np.array([1, -1, -1]), right=np.array([2, -1, -1]), feature=np.array([0, -2, -2]),
+        threshold=np.array([0.5, -2.0, -2.0]), impurity=np.zeros(3), weighted_n=np.ones(3),
+        value=np.ones((3, 1)),
+    )
+    X = np.array([[0.0], [1.0]])
+    for width in (1, 2):
+        stump.value = np.ones((3, width))
+        interventional_shap([stump], X, X)

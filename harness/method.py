@@ -61,8 +61,9 @@ class Method:
         return [pkg for pkg in cls.requires if importlib.util.find_spec(pkg) is None]
 
     @classmethod
-    def import_requirements(cls) -> None:
-        """Import the optional packages now, so that their import is not timed as explain."""
+    def prepare(cls) -> None:
+        """One-off work that must not be timed as explain: import the optional packages,
+        compile kernels. The runner calls it once before forking cells; ``explain`` too."""
         for package in cls.requires:
             importlib.import_module(package)
 

@@ -149,5 +149,6 @@ def fit_model(spec: ModelSpec | dict | str, dataset: Dataset, seed: int = 0):
         "fit_time": fit_time,
         "score": score,
         "score_name": "accuracy" if dataset.task == "classification" else "r2",
+        "feature_names": list(dataset.feature_names),
     }
     return model

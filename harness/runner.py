@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import time
 import traceback
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from harness.defaults import DEFAULT_GRID
 from harness.errors import BadInputError
 from harness.execute import CellInput
 from harness.executors import EXECUTORS
-from harness.forest import is_classifier
+from harness.forest import predict_output
 from harness.method import ExplainData, Method
 from harness.models import fit_model
 from harness.store import FINAL_STATUSES, Store
@@ -100,7 +101,7 @@ def plan(datasets=None, models=None, methods=None, seeds=None, explain_on="train
 
 def compare(
     datasets: list | None = None, models: list | None = None, methods: list | None = None,
-    seeds: list[int] | None = None, out: str | Path = "runs/latest", jobs: int = 1,
+    seeds: list[int] | None = None, out: str | Path = "runs/compare", jobs: int | None = None,
     timeout: float | None = 600.0, executor: str = "process", force: bool = False,
     explain_on: str = "train", max_explain: int | None = None, reports: bool = True,
     on_event: Callable[[str, Any], None] | None = None,
@@ -117,6 +118,7 @@ def compare(
     if executor not in EXECUTORS:
         raise BadInputError(f"executor must be one of {', '.join(sorted(EXECUTORS))}; "
                             f"got {executor!r}.")
+    jobs = os.cpu_count() or 1 if jobs is None else jobs
     if not isinstance(jobs, int) or jobs < 1:
         raise BadInputError(f"jobs must be an int >= 1; got {jobs!r}.")
     if timeout is not None and timeout <= 0:
@@ -145,7 +147,7 @@ def compare(
             notify("cell", (cell, result["status"]))
 
         tasks = _prepare(todo, store, record, notify)
-        _import_requirements(cell.method for cell, _ in tasks)
+        _prepare_methods(cell.method for cell, _ in tasks)
         executor_obj = (EXECUTORS[executor](jobs=jobs, timeout=timeout)
                         if executor == "process" else EXECUTORS[executor]())
         notify("stage", f"explaining {len(tasks)} cells")
@@ -161,12 +163,12 @@ def compare(
     return summary
 
 
-def _import_requirements(methods) -> None:
-    """Import optional packages once here, so that forked cells inherit them untimed."""
+def _prepare_methods(methods) -> None:
+    """Import packages and compile kernels once here, so that forked cells inherit them."""
     for cls in {type(method) for method in methods}:
         if not cls.missing_packages():
             try:
-                cls.import_requirements()
+                cls.prepare()
             except Exception:  # the cell itself will report the failure
                 pass
 
@@ -219,9 +221,8 @@ def _prepare(todo: list[Cell], store: Store, record, notify) -> list[tuple[Cell,
 
 def _record_model(store: Store, model, dataset, cell: Cell) -> None:
     info = model.harness_fit_
-    predict = model.predict_proba if is_classifier(model) else model.predict
     start = time.perf_counter()
-    predict(dataset.X[info["train_index"]])
+    predict_output(model, dataset.X[info["train_index"]])
     store.record_model({
         "key": f"{cell.group[0]}|{cell.group[1]}|{cell.seed}", "dataset": cell.group[0],
         "model": cell.group[1], "seed": cell.seed, "task": dataset.task,

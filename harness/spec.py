@@ -77,12 +77,16 @@ def parse_spec(text: str) -> tuple[str, dict[str, list[Any]]]:
                 f"Cannot parse {item.strip()!r} in {text!r}: expected param=value."
             )
         key, raw = item.split("=", 1)
-        raw = raw.strip()
+        key, raw = key.strip(), raw.strip()
+        if not key.isidentifier():
+            raise BadInputError(
+                f"Cannot parse {item.strip()!r} in {text!r}: {key!r} is not a parameter name."
+            )
         if raw.startswith("[") and raw.endswith("]"):
             # a list is a grid of values; a vector-valued parameter is written [[1,2,3]]
-            grid[key.strip()] = [parse_value(v) for v in _split_top_level(raw[1:-1])]
+            grid[key] = [parse_value(v) for v in _split_top_level(raw[1:-1])]
         else:
-            grid[key.strip()] = [parse_value(raw)]
+            grid[key] = [parse_value(raw)]
     return name, grid
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.forest import check_forest, flatten_forest, is_classifier
-from harness.interventional_shap import interventional_shap
+from harness.forest import check_forest, flatten_forest, is_classifier, predict_output
+from harness.interventional_shap import compile_kernel, interventional_shap
 from harness.method import ExplainData, Method
 from harness.outputs import OUTPUT_PARAM, check_output, select_output
 from harness.params import Interval, Options, Param
@@ -45,6 +45,11 @@ class TreeSHAP(Method):
         "output": OUTPUT_PARAM,
     }
 
+    @classmethod
+    def prepare(cls) -> None:
+        super().prepare()
+        compile_kernel()
+
     def skip(self, model, data: ExplainData) -> str | None:
         if (self.params["backend"] == "harness"
                 and self.params["perturbation"] == "tree_path_dependent"):
@@ -55,11 +60,10 @@ class TreeSHAP(Method):
         check_forest(model)
         X = np.asarray(data.X, dtype=float)
         n = X.shape[0]
-        predict = model.predict_proba if is_classifier(model) else model.predict
         if self.params["perturbation"] == "interventional":
             size = min(self.params["n_background"], n)
             background = X[np.sort(rng.choice(n, size=size, replace=False))]
-            expected = np.atleast_1d(np.mean(predict(background), axis=0))
+            expected = np.atleast_1d(np.mean(predict_output(model, background), axis=0))
             if self.params["backend"] == "shap":
                 phi = self._shap(model, X, background)
             else:

@@ -1,0 +1,85 @@
+"""asv suite: time, peak memory and accuracy identities of every registered method."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .common import fitted_forests
+
+DATASETS = ["led", "breast_cancer", "diabetes"]
+FORESTS = ["extra_trees", "random_forest"]
+
+
+def _methods():
+    import harness
+
+    return list(harness.list_methods()["name"])
+
+
+class ExplainSuite:
+    """``time_explain`` and ``peakmem_explain`` for every method x dataset x forest."""
+
+    params = (_methods(), DATASETS, FORESTS)
+    param_names = ["method", "dataset", "forest"]
+    timeout = 300
+
+    def setup_cache(self):
+        return fitted_forests()
+
+    def setup(self, cache, method, dataset, forest):
+        import harness
+
+        self.model, self.X, _ = cache[(dataset, forest)]
+        cls = harness.registry.get_method_class(method)
+        if cls.missing_packages():
+            raise NotImplementedError(f"{method} not installed")
+        self.harness = harness
+        # compile or import once, outside the timing
+        harness.explain(method, self.model, self.X[:2])
+
+    def time_explain(self, cache, method, dataset, forest):
+        self.harness.explain(method, self.model, self.X)
+
+    def peakmem_explain(self, cache, method, dataset, forest):
+        self.harness.explain(method, self.model, self.X)
+
+
+class IdentitySuite:
+    """Residuals of the identities every commit must keep (tracked, not asserted)."""
+
+    params = (DATASETS, FORESTS)
+    param_names = ["dataset", "forest"]
+
+    def setup_cache(self):
+        return fitted_forests()
+
+    def track_local_mdi_to_global_mdi(self, cache, dataset, forest):
+        import harness
+
+        model, X, ds = cache[(dataset, forest)]
+        train = ds.X[model.harness_fit_["train_index"]]
+        if getattr(model, "bootstrap", False):
+            return float("nan")  # the identity needs in-bag weights (OOB issue)
+        local = harness.explain("local_mdi", model, train).values.mean(axis=0)
+        return float(np.abs(local - harness.explain("mdi", model, train).values).max())
+
+    def track_saabas_additivity(self, cache, dataset, forest):
+        import harness
+        from harness.forest import predict_output
+
+        model, X, _ = cache[(dataset, forest)]
+        params = {"output": "all_classes"} if hasattr(model, "classes_") else {}
+        imp = harness.explain("saabas", model, X, **params)
+        total = imp.base_values + imp.values.sum(axis=1)
+        return float(np.abs(total - predict_output(model, X)).max())
+
+    def track_mdi_rank_correlation_with_thm1(self, cache, dataset, forest):
+        from scipy.stats import spearmanr
+
+        import harness
+
+        model, X, ds = cache[(dataset, forest)]
+        if ds.truth is None or "thm1" not in ds.truth.quantities:
+            return float("nan")  # no Thm 1 ground truth for this dataset
+        values = harness.explain("mdi", model, X).values
+        return float(spearmanr(values, ds.truth.quantities["thm1"].values).statistic)

@@ -1,0 +1,95 @@
+"""The command line: bad input exits 2 and writes nothing; a tiny grid writes every output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from harness.cli import main
+
+
+def _run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, timeout=300, cwd=cwd)
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["-m", "nope"], "Unknown method 'nope'. Available methods: local_mdi, mdi, saabas, "
+                     "treeshap."),
+    (["-d", "nope"], "Unknown dataset 'nope'. Available datasets: breast_cancer,"),
+    (["-m", "treeshap[n_background=0]"], "The 'n_background' parameter of treeshap must be "
+                                         "an int in [1, inf). Got 0 instead."),
+    (["-m", "mdi[bogus=1]"], "mdi has no parameter 'bogus'. Allowed parameters: normalize."),
+    (["--model", "gbm"], "Unknown forest 'gbm'. Available forests: extra_trees, "
+                         "random_forest."),
+    (["--model", "extra_trees[n_estimators=0]"], "The 'n_estimators' parameter of "
+                                                 "extra_trees must be an int in [1, inf)."),
+    (["-d", "diabetes", "--model", "extra_trees[criterion=gini]"], "criterion"),
+    (["--seeds", "-1"], "seeds must be non-negative ints; got [-1]."),
+    (["--jobs", "0"], "jobs must be an int >= 1; got 0."),
+    (["--jobs", "two"], "argument --jobs: invalid int value: 'two'"),
+    (["--config", "missing.toml"], "Cannot read config 'missing.toml'"),
+    (["-m", "mdi[normalize]"], "expected param=value"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, args, expected):
+    out = tmp_path / "run"
+    code = main(["compare", *args, "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert expected in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_argparse_errors_are_one_line_and_exit_2(tmp_path):
+    result = _run("compare", "--jobs", "two", "--out", str(tmp_path / "x"))
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
+
+
+def test_malformed_toml_config(tmp_path, capsys):
+    config = tmp_path / "grid.toml"
+    config.write_text("datasets = [led\n")
+    assert main(["compare", "--config", str(config), "--out", str(tmp_path / "r")]) == 2
+    assert "is not valid TOML" in capsys.readouterr().err
+    config.write_text('datasets = ["led"]\ncolour = "blue"\n')
+    assert main(["compare", "--config", str(config), "--out", str(tmp_path / "r")]) == 2
+    assert "unknown key 'colour'" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_list_shows_methods_datasets_and_installation():
+    result = _run("list")
+    assert result.returncode == 0
+    for name in ("mdi", "local_mdi", "saabas", "treeshap", "led", "xor", "linear_gaussian"):
+        assert name in result.stdout
+    assert "[installed]" in result.stdout
+
+
+def test_tiny_compare_writes_table_csvs_figures_and_index(tmp_path):
+    config = tmp_path / "grid.toml"
+    config.write_text(
+        'datasets = ["led", "iris"]\n'
+        'models = ["extra_trees[n_estimators=10,max_features=1]"]\n'
+        'methods = ["mdi", "local_mdi", "saabas", "treeshap"]\n'
+        "seeds = [0]\n"
+    )
+    out = tmp_path / "run"
+    result = _run("compare", "--config", str(config), "--out", str(out), "--jobs", "2",
+                  "--no-progress", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "cells: 8 total, 8 done (0 reused), 0 skipped, 0 error, 0 timeout" in result.stdout
+    index = (out / "index.html").read_text()
+    csvs = sorted(p.name for p in out.glob("*.csv"))
+    figures = sorted(p.name for p in out.rglob("*.png"))
+    assert {"results.csv", "cells.csv", "timing.csv", "accuracy.csv",
+            "correlation_local_summary.csv"} <= set(csvs)
+    assert figures, "no figure was written"
+    for name in csvs + figures:
+        assert name in index, f"index.html does not link {name}"
+    rerun = _run("compare", "--config", str(config), "--out", str(out), "--no-progress",
+                 cwd=tmp_path)
+    assert "cells: 8 total, 8 done (8 reused)" in rerun.stdout

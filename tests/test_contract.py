@@ -1,0 +1,139 @@
+"""Contract tests over every registered method and dataset (like parametrize_with_checks)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import harness
+from harness import registry
+from harness.errors import InvalidParameterError, MethodSkipped, UnknownNameError
+
+TINY = {
+    "classification": ("iris", {"forest": "extra_trees", "n_estimators": 8}),
+    "regression": ("linear_gaussian", {"forest": "random_forest", "n_estimators": 8,
+                                       "max_depth": 5}),
+}
+TINY_PARAMS = {"linear_gaussian": {"n_samples": 80}}
+
+
+@pytest.fixture(scope="module")
+def tiny_models():
+    fitted = {}
+    for task, (name, spec) in TINY.items():
+        ds = harness.load_dataset(name, **TINY_PARAMS.get(name, {}))
+        fitted[task] = (ds, harness.fit_model(spec, ds, seed=0))
+    return fitted
+
+
+@pytest.mark.parametrize("name", registry.method_names())
+@pytest.mark.parametrize("task", sorted(TINY))
+def test_method_contract(name, task, tiny_models):
+    ds, model = tiny_models[task]
+    cls = registry.get_method_class(name)
+    if cls.missing_packages():
+        pytest.skip(f"{name} needs {cls.missing_packages()}")
+    X, y = ds.X[:40], ds.y[:40]
+    try:
+        first = harness.explain(name, model, X, y, seed=3)
+    except MethodSkipped:
+        assert task not in cls.tasks
+        return
+    assert first.scope == cls.scope
+    assert first.feature_names == ds.feature_names
+    expected = (ds.n_features,) if cls.scope == "global" else (40, ds.n_features)
+    assert first.values.shape == expected
+    assert np.all(np.isfinite(first.values))
+    assert first.unit and first.explains
+    assert first.time_explain >= 0
+    assert first.method == name
+    second = harness.explain(name, model, X, y, seed=3)
+    np.testing.assert_array_equal(first.values, second.values)
+
+
+@pytest.mark.parametrize("name", registry.method_names())
+def test_method_parameters_are_validated(name):
+    cls = registry.get_method_class(name)
+    with pytest.raises(InvalidParameterError, match=f"{name} has no parameter 'bogus'"):
+        cls(bogus=1)
+    for param_name, param in cls.parameters.items():
+        assert any(c.is_satisfied_by(param.default) for c in param.constraints)
+        with pytest.raises(InvalidParameterError) as info:
+            cls(**{param_name: object()})
+        message = str(info.value)
+        assert message.startswith(f"The {param_name!r} parameter of {name} must be ")
+        assert message.endswith(" instead.")
+
+
+@pytest.mark.parametrize("name", registry.dataset_names())
+def test_dataset_contract(name):
+    ds = harness.load_dataset(name)
+    again = harness.load_dataset(name)
+    assert ds.X.ndim == 2 and ds.X.dtype == np.float64
+    assert ds.y.shape == (ds.n_samples,)
+    assert len(ds.feature_names) == ds.n_features
+    assert ds.task in ("classification", "regression")
+    assert np.all(np.isfinite(ds.X))
+    np.testing.assert_array_equal(ds.X, again.X)
+    if ds.truth is not None:
+        assert ds.truth.relevant.shape == (ds.n_features,)
+        for quantity in ds.truth.quantities.values():
+            assert quantity.values.shape[-1] == ds.n_features
+
+
+def test_error_message_format_of_the_issue():
+    with pytest.raises(InvalidParameterError) as info:
+        harness.explain("treeshap", None, np.zeros((1, 1)), n_background=0)
+    assert str(info.value) == ("The 'n_background' parameter of treeshap must be an int in "
+                               "[1, inf). Got 0 instead.")
+
+
+def test_unknown_names_list_what_exists():
+    with pytest.raises(UnknownNameError) as info:
+        harness.explain("nope", None, np.zeros((1, 1)))
+    assert str(info.value) == ("Unknown method 'nope'. Available methods: "
+                               + ", ".join(registry.method_names()) + ".")
+    with pytest.raises(UnknownNameError, match="Available datasets: breast_cancer, diabetes"):
+        harness.load_dataset("nope")
+    with pytest.raises(UnknownNameError, match="Available forests: extra_trees, random_forest"):
+        harness.fit_model({"forest": "gbm"}, harness.load_dataset("iris"))
+
+
+def test_list_methods_reports_installation():
+    table = harness.list_methods()
+    assert set(table["name"]) == set(registry.method_names())
+    assert {"name", "scope", "family", "tasks", "parameters", "installed"} <= set(table.columns)
+    row = table.set_index("name").loc["treeshap"]
+    assert row["parameters"]["perturbation"] == "tree_path_dependent"
+
+
+def test_explain_rejects_what_is_not_a_fitted_forest(iris):
+    from sklearn.ensemble import ExtraTreesClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = iris
+    with pytest.raises(harness.BadInputError, match="Expected a fitted scikit-learn forest"):
+        harness.explain("mdi", LogisticRegression().fit(X, y), X)
+    with pytest.raises(harness.BadInputError, match="not fitted"):
+        harness.explain("mdi", ExtraTreesClassifier(), X)
+    model = ExtraTreesClassifier(3, random_state=0).fit(X, y)
+    with pytest.raises(harness.BadInputError, match="X has 3 columns but the model"):
+        harness.explain("local_mdi", model, X[:, :3])
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(harness.BadInputError, match="NaN"):
+        harness.explain("local_mdi", model, bad)
+    with pytest.raises(MethodSkipped, match="output=7 is not a class index"):
+        harness.explain("saabas", model, X, output=7)
+
+
+def test_explain_accepts_user_forests_and_dataframes(iris):
+    import pandas as pd
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = iris
+    frame = pd.DataFrame(X, columns=["sl", "sw", "pl", "pw"])
+    model = RandomForestClassifier(5, random_state=0).fit(frame, y)
+    imp = harness.explain("local_mdi", model, frame)
+    assert imp.feature_names == ["sl", "sw", "pl", "pw"]
+    assert imp.unit == "gini"

@@ -1,0 +1,167 @@
+"""Runner: failure isolation per cell, hard timeouts, durable resume after SIGKILL."""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import harness
+from harness.method import Method
+from harness.types import Importances
+
+
+class Raises(Method):
+    name, scope, family = "test_raises", "global", "test"
+
+    def _explain(self, model, data, rng):
+        raise RuntimeError("boom on purpose")
+
+
+class Hangs(Method):
+    name, scope, family = "test_hangs", "global", "test"
+
+    def _explain(self, model, data, rng):
+        time.sleep(60)
+
+
+class KillsItself(Method):
+    name, scope, family = "test_kills_itself", "global", "test"
+
+    def _explain(self, model, data, rng):
+        faulthandler.disable()  # pytest's crash dump of this deliberate segfault is noise
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
+class RegressionOnly(Method):
+    name, scope, family = "test_regression_only", "global", "test"
+    tasks = ("regression",)
+
+    def _explain(self, model, data, rng):  # pragma: no cover - skipped before running
+        raise AssertionError
+
+
+class NeedsMissingPackage(Method):
+    name, scope, family = "test_needs_missing", "global", "test"
+    requires = ("a_package_that_does_not_exist_xyz",)
+
+    def _explain(self, model, data, rng):  # pragma: no cover - not installed
+        raise AssertionError
+
+
+class Constant(Method):
+    name, scope, family = "test_constant", "global", "test"
+
+    def _explain(self, model, data, rng):
+        return Importances(np.ones(data.X.shape[1]), "global", data.feature_names, "one", "x")
+
+
+def test_failures_are_isolated_per_cell(tmp_path):
+    out = tmp_path / "run"
+    summary = harness.compare(
+        datasets=["iris"], models=["extra_trees[n_estimators=5]"],
+        methods=[Raises(), Hangs(), KillsItself(), RegressionOnly(), NeedsMissingPackage(),
+                 Constant(), "mdi"],
+        out=out, jobs=2, timeout=3, reports=False,
+    )
+    assert summary.line() == ("cells: 7 total, 2 done (0 reused), 1 skipped, 2 error, "
+                              "1 timeout, 1 not installed")
+    assert summary.exit_code == 1
+    cells = harness.load_results(out, kind="cells").set_index("method")
+    assert cells.loc["test_raises", "status"] == "error"
+    assert "RuntimeError: boom on purpose" in cells.loc["test_raises", "reason"]
+    assert cells.loc["test_hangs", "status"] == "timeout"
+    assert "timeout of 3 s" in cells.loc["test_hangs", "reason"]
+    assert cells.loc["test_kills_itself", "status"] == "error"
+    assert "SIGSEGV" in cells.loc["test_kills_itself", "reason"]
+    assert cells.loc["test_regression_only", "status"] == "skipped"
+    assert cells.loc["test_needs_missing", "status"] == "not_installed"
+    assert cells.loc["mdi", "status"] == "done"
+
+    # a second run reuses done and skipped cells and retries the failed ones
+    again = harness.compare(
+        datasets=["iris"], models=["extra_trees[n_estimators=5]"],
+        methods=[Raises(), RegressionOnly(), Constant(), "mdi"], out=out, timeout=3,
+        reports=False,
+    )
+    assert again.line() == "cells: 4 total, 2 done (3 reused), 1 skipped, 1 error, 0 timeout"
+
+
+def test_inprocess_executor_gives_the_same_values(tmp_path):
+    grid = dict(datasets=["wine"], models=["random_forest[n_estimators=6]"],
+                methods=["mdi", "local_mdi", "saabas"], seeds=[4], reports=False)
+    harness.compare(**grid, out=tmp_path / "a", executor="process", jobs=2)
+    harness.compare(**grid, out=tmp_path / "b", executor="inprocess")
+    a = harness.load_results(tmp_path / "a", kind="local").sort_values(["method", "sample",
+                                                                        "feature"])
+    b = harness.load_results(tmp_path / "b", kind="local").sort_values(["method", "sample",
+                                                                        "feature"])
+    np.testing.assert_array_equal(a["value"].to_numpy(), b["value"].to_numpy())
+
+
+def _stored(path):
+    with sqlite3.connect(path) as conn:
+        return dict(conn.execute("SELECT key, created FROM cells WHERE status = 'done'"))
+
+
+KILL_GRID = ["-d", "iris", "wine", "breast_cancer", "--model", "extra_trees[n_estimators=30]",
+             "-m", "mdi", "local_mdi", "saabas", "treeshap", "--seeds", "0", "1", "2",
+             "--no-progress"]
+
+
+@pytest.mark.parametrize("wait_for_cells", [2, 9])
+def test_sigkill_then_rerun_recomputes_no_finished_cell(tmp_path, wait_for_cells):
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "harness", "compare", *KILL_GRID, "--out", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    database = out / "results.sqlite"
+    deadline = time.monotonic() + 120
+    before = {}
+    while time.monotonic() < deadline and process.poll() is None:
+        if database.exists():
+            try:
+                before = _stored(database)
+            except sqlite3.Error:
+                before = {}
+            if len(before) >= wait_for_cells:
+                break
+        time.sleep(0.05)
+    assert process.poll() is None, "the run finished before it could be killed"
+    os.killpg(process.pid, signal.SIGKILL)  # the runner and its forked cells
+    process.wait()
+    before = _stored(database)  # what survived the kill, read after it
+    assert len(before) >= wait_for_cells
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    summary = [line for line in rerun.stdout.splitlines() if line.startswith("cells:")][0]
+    assert summary == f"cells: 36 total, 36 done ({len(before)} reused), 0 skipped, 0 error, " \
+                      "0 timeout"
+    after = _stored(database)
+    assert len(after) == 36
+    assert all(after[key] == created for key, created in before.items())  # not recomputed
+
+
+def test_cells_fork_safely_after_the_parent_ran_parallel_kernels(tmp_path, iris):
+    """The parent runs the numba kernel first; forked cells must still run it."""
+    from sklearn.ensemble import ExtraTreesClassifier
+
+    X, y = iris
+    model = ExtraTreesClassifier(5, random_state=0).fit(X, y)
+    harness.explain("treeshap", model, X[:5], perturbation="interventional", n_background=5)
+    summary = harness.compare(
+        datasets=["iris"], models=["extra_trees[n_estimators=5]"],
+        methods=["treeshap[perturbation=interventional,n_background=10]"],
+        out=tmp_path / "run", jobs=2, timeout=120, reports=False,
+    )
+    assert summary.line() == "cells: 1 total, 1 done (0 reused), 0 skipped, 0 error, 0 timeout"
