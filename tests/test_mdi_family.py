@@ -111,3 +111,26 @@ def test_totally_randomized_trees_on_weighted_population(name):
     imp = harness.explain("mdi", model, ds.X)
     thm1 = ds.truth.quantities["thm1"].values
     assert np.all(np.abs(imp.values - thm1) <= 4 * imp.std + 1e-12), (imp.values, thm1)
+
+
+def test_local_mdi_of_totally_randomized_trees_reaches_sutera_thm2():
+    """Per LED row, local MDI -> Sutera 2021 Thm 2 (Eq. 10), within 4 standard errors.
+
+    The standard error of each entry is the spread over trees of the per-tree local MDI
+    divided by sqrt(n_trees); each row's vector also sums to H(Y) - H(Y|x) = log2 10 exactly.
+    """
+    ds = harness.load_dataset("led")
+    model = harness.fit_model({"forest": "extra_trees", "n_estimators": 2000, "max_features": 1,
+                               "bootstrap": False}, ds, seed=1)
+    leaves = model.apply(ds.X.astype(np.float32))
+    per_tree = np.stack([
+        path_accumulate(tree, tree.impurity, ds.n_features, sign=-1.0)[leaves[:, t]]
+        for t, tree in enumerate(flatten_forest(model))
+    ])
+    stderr = per_tree.std(axis=0, ddof=1) / np.sqrt(per_tree.shape[0])
+    local = harness.explain("local_mdi", model, ds.X).values
+    np.testing.assert_allclose(local, per_tree.mean(axis=0), atol=1e-12)
+    thm2 = ds.truth.quantities["thm2_local"].values
+    assert np.all(np.abs(local - thm2) <= 4 * stderr + 1e-12)
+    np.testing.assert_allclose(local.sum(axis=1), np.log2(10), atol=1e-12)
+    assert stderr.max() < 0.03  # the check has power: errors of 0.1 bit would show
