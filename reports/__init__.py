@@ -1,0 +1,1 @@
+"""Reports: pure functions from stored results to tables and figures (``harness.reports``)."""

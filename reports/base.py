@@ -1,0 +1,198 @@
+"""What every report shares: the section record, file names, CSV, HTML and figure helpers.
+
+Figures are :class:`matplotlib.figure.Figure` objects rendered with the Agg backend, never
+made through ``pyplot``, so that writing reports neither switches the caller's backend nor
+leaves figures registered in pyplot's global state.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from scipy import stats
+
+from harness.results import RunResults
+
+GROUP = ["dataset", "model", "seed"]
+FIGURE_DPI = 100
+
+
+@dataclass
+class ReportSection:
+    """One report's contribution to ``index.html``.
+
+    Attributes
+    ----------
+    title : str
+        Heading of the section.
+    csv_files : list of Path
+        Tables written by the report, linked from the page.
+    figure_files : list of Path
+        Figures written by the report, embedded in the page.
+    html : str
+        Fragment (tables, notes) shown under the heading.
+    error : str or None
+        Set by the index when the report raised; its text is shown instead of the content.
+    """
+
+    title: str
+    csv_files: list[Path] = field(default_factory=list)
+    figure_files: list[Path] = field(default_factory=list)
+    html: str = ""
+    error: str | None = None
+
+    @property
+    def files(self) -> list[Path]:
+        """Every file of the section, tables first."""
+        return [*self.csv_files, *self.figure_files]
+
+
+def slug(text: str) -> str:
+    """A file-name-safe version of a spec such as ``led[noise=0.1]`` (``led_noise_0.1``)."""
+    cleaned = re.sub(r"[^A-Za-z0-9.+-]+", "_", str(text)).strip("_.")
+    return cleaned or "unnamed"
+
+
+def wrap_label(text: str, width: int = 26) -> str:
+    """Break a long spec over lines at ``[`` and after ``,`` (for tick labels and legends)."""
+    lines = [""]
+    for piece in re.split(r"(?<=,)|(?=\[)", str(text)):
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append(piece)
+        else:
+            lines[-1] += piece
+    return "\n".join(lines)
+
+
+def done_cells(results: RunResults, scope: str | None = None) -> pd.DataFrame:
+    """Rows of ``results.cells_table()`` with status ``done`` (and the given scope)."""
+    cells = results.cells_table()
+    keep = cells["status"] == "done"
+    if scope is not None:
+        keep &= cells["scope"] == scope
+    return cells[keep].sort_values([*GROUP, "method"], kind="stable").reset_index(drop=True)
+
+
+def global_view(values: np.ndarray, scope: str) -> np.ndarray:
+    """Per-feature summary of a cell, as in ``RunResults.importances_table``.
+
+    The values themselves for a global cell; for a local cell ``mean_i |v_ij|``, with the
+    absolute values first summed over classes when ``values`` is (n, p, n_classes).
+    """
+    values = np.asarray(values, dtype=float)
+    if scope != "local":
+        return values
+    magnitude = np.abs(values)
+    return (magnitude.sum(axis=2) if magnitude.ndim == 3 else magnitude).mean(axis=0)
+
+
+def global_views(results: RunResults, cells: pd.DataFrame) -> dict[str, np.ndarray]:
+    """:func:`global_view` of each cell of ``cells`` (done cells), by key.
+
+    Computed from the stored arrays rather than ``importances_table``, which builds a wide
+    per-feature frame that reports do not need.
+    """
+    return {key: global_view(results.arrays(key)["values"], scope)
+            for key, scope in zip(cells["key"], cells["scope"])}
+
+
+def global_label(method: str, scope: str) -> str:
+    """How a cell is named among global views: its method, marked when summarising locals."""
+    return method if scope == "global" else f"{method} (mean |local|)"
+
+
+def _constant_rows(x: np.ndarray) -> np.ndarray:
+    # Relative tolerance: a row of identical floats can centre to ~1e-17 residues.
+    return np.ptp(x, axis=1) <= 1e-12 * np.abs(x).max(axis=1)
+
+
+def rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pearson correlation between matching rows of two (n, p) arrays.
+
+    ``r_i = <a_i - mean(a_i), b_i - mean(b_i)> / (||a_i - mean(a_i)|| ||b_i - mean(b_i)||)``,
+    NaN where either row is constant (the correlation is undefined there).
+    """
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    undefined = _constant_rows(a) | _constant_rows(b)
+    a = a - a.mean(axis=1, keepdims=True)
+    b = b - b.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+    r = np.clip(r, -1.0, 1.0)
+    r[undefined] = np.nan
+    return r
+
+
+def rowwise_spearman(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman correlation between matching rows: Pearson of the (average-tie) ranks."""
+    return rowwise_pearson(stats.rankdata(a, axis=1), stats.rankdata(b, axis=1))
+
+
+def normalise_l1(values: np.ndarray) -> np.ndarray:
+    """``values / sum(|values|)`` (all NaN when the sum is 0), as in Sutera et al. 2021, Fig. 2."""
+    values = np.asarray(values, dtype=float)
+    total = np.abs(values).sum()
+    return values / total if total > 0 else np.full_like(values, np.nan)
+
+
+def write_csv(frame: pd.DataFrame, path: Path) -> Path:
+    """Write ``frame`` without its index and return ``path``."""
+    frame.to_csv(path, index=False)
+    return path
+
+
+def table_html(frame: pd.DataFrame, max_rows: int = 500) -> str:
+    """An escaped HTML table of ``frame`` (floats with 4 significant digits)."""
+    if frame.empty:
+        return "<p><em>No rows.</em></p>"
+    note = ""
+    if len(frame) > max_rows:
+        note = f"<p><em>First {max_rows} of {len(frame)} rows; see the CSV.</em></p>"
+        frame = frame.head(max_rows)
+    return note + frame.to_html(index=False, na_rep="", float_format="{:.4g}".format,
+                                border=0, classes="table")
+
+
+def new_figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 4.0,
+               share: bool = False, wspace: float = 0.3,
+               hspace: float = 0.45) -> tuple[Figure, np.ndarray]:
+    """A figure outside pyplot and its (nrows, ncols) array of axes.
+
+    ``width`` and ``height`` are per panel; ``share``: common x and y axes with tick labels
+    on the outer panels only; ``wspace`` and ``hspace``: gaps between panels as fractions of
+    a panel. No layout engine: :func:`save_figure` crops to the drawn artists instead, which
+    costs one layout pass where constrained layout costs several (~40% of the rendering time).
+
+    The figure keeps matplotlib's base canvas until :func:`save_figure` renders it with Agg:
+    on the base canvas, draws that seaborn forces while plotting (``heatmap`` draws the whole
+    figure to check tick label overlaps) are no-ops, which halves the cost of a heat map.
+    """
+    figure = Figure(figsize=(width * ncols, height * nrows))
+    axes = figure.subplots(nrows, ncols, squeeze=False, sharex=share, sharey=share,
+                           gridspec_kw={"wspace": wspace, "hspace": hspace})
+    return figure, axes
+
+
+def title_above(figure: Figure, axes: np.ndarray, text: str) -> None:
+    """A figure title just above the top row of panels (``suptitle`` sits at the top of the
+    figure, far above the panels of a tall grid without a layout engine)."""
+    top = max(ax.get_position().y1 for ax in axes[0])
+    figure.text(0.5, top + 0.45 / figure.get_figheight(), text, ha="center", va="bottom",
+                fontsize=10)
+
+
+def save_figure(figure: Figure, path: Path) -> Path:
+    """Render ``figure`` with Agg into the PNG file ``path``, cropped (or extended) to its
+    artists, and return ``path``.
+
+    Nothing to close afterwards: the figure was never registered with pyplot, so it is freed
+    with its last reference (clearing it first would only cost time).
+    """
+    figure.savefig(path, dpi=FIGURE_DPI, backend="agg", bbox_inches="tight", pad_inches=0.15)
+    return path

@@ -1,0 +1,250 @@
+"""Reports computed from a hand-written run folder whose answers are known exactly."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from harness.reports import accuracy, correlation, timing
+from harness.reports.base import rowwise_pearson, rowwise_spearman
+from harness.reports.index import build_reports, default_reports
+
+from harness.results import RunResults
+from harness.store import Store
+from harness.types import Dataset, GroundTruth, TruthVector
+
+FEATURES = ["f0", "f1", "f2", "f3"]
+TRUTH_GLOBAL = np.array([0.5, 0.3, 0.15, 0.05])
+# Exact local importances of the 6 dataset rows; row 4 is constant (correlation undefined).
+TRUTH_LOCAL = np.array([
+    [0.4, 0.3, 0.2, 0.1],
+    [0.1, 0.5, 0.3, 0.2],
+    [0.2, 0.1, 0.6, 0.3],
+    [0.3, 0.2, 0.1, 0.7],
+    [0.25, 0.25, 0.25, 0.25],
+    [0.9, 0.1, 0.1, 0.1],
+])
+EXPLAINED = np.arange(5)  # dataset rows the local methods explain
+A = TRUTH_LOCAL[EXPLAINED]
+
+
+def _dataset(name: str, truth: GroundTruth | None) -> Dataset:
+    rng = np.random.default_rng(0)
+    return Dataset(name=name, X=rng.random((6, 4)), y=np.array([0, 1, 0, 1, 0, 1]),
+                   task="classification", feature_names=FEATURES, truth=truth)
+
+
+def _cell(store: Store, method: str, status: str = "done", scope: str = "global",
+          values: np.ndarray | None = None, dataset: str = "toy",
+          sample_index: np.ndarray | None = None, reason: str | None = None,
+          time_explain: float = 1.0, time_predict: float = 0.5) -> None:
+    meta = {"key": f"{dataset}|rf|0|{method}", "dataset": dataset, "dataset_name": dataset,
+            "model": "rf", "model_name": "rf", "seed": 0, "method": method,
+            "method_name": method, "explain_on": "train", "dataset_params": {},
+            "model_params": {"n_estimators": 10}, "method_params": {}}
+    result = {"status": status, "reason": reason}
+    if status == "done":
+        result.update({
+            "scope": scope, "unit": "bits", "explains": "impurity", "feature_names": FEATURES,
+            "time_explain": time_explain, "time_predict": time_predict, "n_explained": 5,
+            "values": values, "std": None, "base_values": None,
+            "sample_index": (EXPLAINED if sample_index is None else sample_index)
+            if scope == "local" else None,
+        })
+    store.record_cell(meta, result)
+
+
+@pytest.fixture
+def run_folder(tmp_path: Path) -> Path:
+    truth = GroundTruth(
+        relevant=np.array([True, True, False, False]),
+        quantities={
+            "exact": TruthVector(TRUTH_GLOBAL, "bits", "exact global", compares_to=("gmdi",)),
+            "exact_local": TruthVector(TRUTH_LOCAL, "bits", "exact local",
+                                       compares_to=("lmdi",)),
+        },
+    )
+    with Store(tmp_path) as store:
+        for name, dataset_truth in (("toy", truth), ("plain", None)):
+            store.record_dataset(f"{name}|0", _dataset(name, dataset_truth), 0)
+            store.record_model({
+                "key": f"{name}|rf|0", "dataset": name, "model": "rf", "seed": 0,
+                "task": "classification", "fit_time": 3.0, "score": 0.9,
+                "score_name": "accuracy", "n_train": 6, "n_test": 2, "n_features": 4,
+                "feature_names": FEATURES, "predict_time": 0.01,
+            })
+        _cell(store, "lmdi", scope="local", values=A)
+        _cell(store, "lshap", scope="local", values=-2 * A)  # |B| = 2 |A|
+        _cell(store, "lrev", scope="local", values=1 / A)  # reverses every ranking
+        _cell(store, "lmulti", scope="local", values=np.stack([0.5 * A, -0.5 * A], axis=2))
+        _cell(store, "lsub", scope="local", values=3 * A[[3, 1]],
+              sample_index=np.array([3, 1]))
+        _cell(store, "gmdi", values=TRUTH_GLOBAL, time_explain=2.0, time_predict=0.5)
+        _cell(store, "gperm", values=TRUTH_GLOBAL[[3, 0, 1, 2]])
+        _cell(store, "gerr", status="error", reason="ValueError: boom")
+        _cell(store, "gskip", status="skipped", reason="needs a regression task")
+        _cell(store, "gni", status="not_installed", reason="needs sage")
+        _cell(store, "gslow", status="timeout", reason="timed out after 1 s")
+        rng = np.random.default_rng(1)
+        for method in ("lmdi", "lshap"):
+            _cell(store, method, scope="local", values=rng.random((5, 4)), dataset="plain")
+    return tmp_path
+
+
+@pytest.fixture
+def results(run_folder: Path):
+    opened = RunResults.open(run_folder)
+    yield opened
+    opened.close()
+
+
+def _pair(table: pd.DataFrame, a: str, b: str, dataset: str = "toy") -> pd.DataFrame:
+    return table[(table["dataset"] == dataset) & (table["method_a"] == a)
+                 & (table["method_b"] == b)]
+
+
+def test_rowwise_correlations_known_values():
+    a = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [0.1, 0.1, 0.1 + 2e-17]])
+    b = np.array([[2.0, 4.0, 7.0], [1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    pearson = rowwise_pearson(a, b)
+    assert pearson[0] == pytest.approx(np.corrcoef(a[0], b[0])[0, 1])
+    assert np.isnan(pearson[1:]).all()
+    assert rowwise_spearman(a, b)[0] == pytest.approx(1.0)
+
+
+def test_local_correlations_per_sample(results):
+    per_sample = correlation.local_correlations(results)
+    assert list(per_sample.columns) == ["dataset", "model", "seed", "method_a", "method_b",
+                                        "sample", "pearson", "spearman"]
+    shap = _pair(per_sample, "lmdi", "lshap")
+    assert shap["sample"].tolist() == [0, 1, 2, 3, 4]
+    np.testing.assert_allclose(shap[["pearson", "spearman"]].to_numpy()[:4], 1.0)
+    assert shap[["pearson", "spearman"]].iloc[4].isna().all()  # constant row
+    reverse = _pair(per_sample, "lmdi", "lrev")
+    np.testing.assert_allclose(reverse["spearman"].to_numpy()[:4], -1.0)
+    assert (reverse["pearson"].to_numpy()[:4] < 0).all()
+    np.testing.assert_allclose(_pair(per_sample, "lmdi", "lmulti")["pearson"][:4], 1.0)
+    subset = _pair(per_sample, "lmdi", "lsub")  # aligned on the shared rows 1 and 3
+    assert subset["sample"].tolist() == [1, 3]
+    np.testing.assert_allclose(subset["pearson"], 1.0)
+    assert len(_pair(per_sample, "lmdi", "lshap", dataset="plain")) == 5
+    signed = _pair(correlation.local_correlations(results, signed=True), "lmdi", "lshap")
+    np.testing.assert_allclose(signed["pearson"].to_numpy()[:4], -1.0)
+
+
+def test_summarise_local_table4(results):
+    summary = correlation.summarise_local(correlation.local_correlations(results))
+    shap = _pair(summary, "lmdi", "lshap").set_index("correlation")
+    for kind in ("pearson", "spearman"):
+        row = shap.loc[kind]
+        assert row["mean"] == pytest.approx(1.0)
+        assert row["std"] == pytest.approx(0.0, abs=1e-12)
+        assert row["fraction_ge_0.90"] == row["fraction_ge_0.75"] == 1.0
+        assert (row["n_samples"], row["n_undefined"]) == (5, 1)
+    reverse = _pair(summary, "lmdi", "lrev").set_index("correlation").loc["spearman"]
+    assert reverse["mean"] == pytest.approx(-1.0)
+    assert reverse["fraction_ge_0.75"] == 0.0
+    assert _pair(summary, "lmdi", "lsub")["n_samples"].tolist() == [2, 2]
+
+
+def test_global_agreement_ranks(results):
+    agreement = correlation.global_agreement(results)
+    perm = _pair(agreement, "gmdi", "gperm").iloc[0]
+    assert perm["spearman"] == pytest.approx(-0.2)  # 1 - 6 * 12 / (4 * 15)
+    assert perm["kendall"] == pytest.approx(0.0)  # 3 concordant, 3 discordant pairs
+    # normalised to sum |v| = 1: 0.45 + 0.2 + 0.15 + 0.1
+    assert perm["l1_distance"] == pytest.approx(0.9)
+    local = _pair(agreement, "lmdi (mean |local|)", "lshap (mean |local|)").iloc[0]
+    assert local["spearman"] == pytest.approx(1.0)
+    assert local["l1_distance"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_timing_table(results):
+    table = timing.timing_table(results).set_index("method")
+    assert len(table) == 9  # done cells only
+    gmdi = table.loc["gmdi"]
+    assert gmdi["ratio_to_predict"] == pytest.approx(4.0)
+    assert gmdi["time_per_sample"] == pytest.approx(0.4)
+    assert gmdi["fit_time"] == pytest.approx(3.0)
+    assert "p_model_n_estimators" in table.columns
+
+
+def test_model_scores(results):
+    scores = accuracy.model_scores(results)
+    assert scores[["dataset", "score", "score_name", "n_train", "n_test"]].values.tolist() == [
+        ["plain", 0.9, "accuracy", 6, 2], ["toy", 0.9, "accuracy", 6, 2]]
+
+
+def test_truth_comparison(results):
+    table = accuracy.truth_comparison(results)
+    assert set(table["dataset"]) == {"toy"}
+    exact = table[table["truth"] == "exact"].set_index("method")
+    assert exact.loc["gmdi", "spearman"] == pytest.approx(1.0)
+    assert exact.loc["gmdi", "max_abs_error"] == pytest.approx(0.0)
+    assert exact.loc["gperm", "spearman"] == pytest.approx(-0.2)
+    assert np.isnan(exact.loc["gperm", "max_abs_error"])  # not in compares_to
+    assert np.isnan(exact.loc["lmdi", "max_abs_error"])
+    local = table[table["truth"] == "exact_local"]
+    assert local["method"].tolist() == ["lmdi"]  # the only local method in compares_to
+    row = local.iloc[0]
+    assert row["max_abs_error"] == pytest.approx(0.0)
+    assert row["mean_sample_pearson"] == pytest.approx(1.0)
+    assert (row["n_samples"], row["n_undefined"]) == (5, 1)
+    precision = table[table["truth"] == "relevant"].set_index("method")["precision_relevant"]
+    assert precision["gmdi"] == 1.0
+    assert precision["gperm"] == 0.5  # top 2 are f1 (relevant) and f2 (not)
+
+
+def _linked(page: str) -> set[str]:
+    return set(re.findall(r'href="([^"]+)"', page))
+
+
+def test_build_reports_writes_and_links_everything(run_folder):
+    written = build_reports(run_folder)
+    assert written[-1] == run_folder / "index.html"
+    assert all(path.exists() for path in written)
+    names = {path.name for path in written}
+    assert {"results.csv", "cells.csv", "correlation_local_per_sample.csv",
+            "correlation_local_summary.csv", "correlation_global.csv", "timing.csv",
+            "model_scores.csv", "accuracy.csv", "correlation_heatmaps.png",
+            "correlation_sorted.png", "timing_ratio_to_predict.png",
+            "accuracy_truth_toy.png"} <= names
+    assert "accuracy_truth_plain.png" not in names  # no ground truth
+    page = (run_folder / "index.html").read_text()
+    on_disk = {p.name for p in run_folder.iterdir() if p.suffix in (".csv", ".png")}
+    assert on_disk <= _linked(page)
+    assert on_disk == names - {"index.html"}
+    for status in ("done", "skipped", "not_installed", "error", "timeout"):
+        assert f"<td>{status}</td>" in page
+    assert "ValueError: boom" in page and "timed out after 1 s" in page
+    assert "fraction_ge_0.90" in page and "accuracy" in page
+    cells = pd.read_csv(run_folder / "cells.csv")
+    assert len(cells) == 13 and (cells["status"] == "done").sum() == 9
+
+
+def test_failing_report_is_shown_and_others_still_written(run_folder):
+    def broken(results, out_dir):
+        (out_dir / "partial.csv").write_text("a\n1\n")
+        raise RuntimeError("deliberate failure in a report")
+
+    reports = {"Broken": broken, **default_reports()}
+    written = build_reports(run_folder, reports=reports)
+    page = (run_folder / "index.html").read_text()
+    assert "This report failed" in page and "deliberate failure in a report" in page
+    for name in ("correlation_local_summary.csv", "timing.csv", "accuracy.csv"):
+        assert run_folder / name in written
+    # what the failed report left behind is still linked
+    assert "partial.csv" in _linked(page)
+    on_disk = {p.name for p in run_folder.iterdir() if p.suffix in (".csv", ".png")}
+    assert on_disk <= _linked(page)
+
+
+def test_empty_run_still_writes_index(tmp_path):
+    Store(tmp_path).close()
+    written = build_reports(tmp_path)
+    page = (tmp_path / "index.html").read_text()
+    assert "This report failed" not in page
+    assert {p.name for p in written} >= {"results.csv", "cells.csv", "timing.csv"}
