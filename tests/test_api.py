@@ -1,0 +1,65 @@
+"""The public API exactly as DESIGN.md shows it, and third-party plugin discovery."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import harness
+from harness import registry
+
+
+def test_design_example_end_to_end(tmp_path):
+    ds = harness.load_dataset("led")
+    model = harness.fit_model({"forest": "extra_trees", "n_estimators": 20, "max_features": 1,
+                               "criterion": "entropy"}, ds, seed=0)
+    imp = harness.explain("local_mdi", model, ds.X, ds.y, seed=0)
+    assert imp.values.shape == (10, 7) and imp.unit == "bits"
+    res = harness.compare(
+        datasets=["led", "iris"],
+        models=[{"forest": "extra_trees", "n_estimators": 5, "max_features": 1}],
+        methods=["mdi", "local_mdi"], seeds=[0], out=tmp_path / "x", reports=False,
+    )
+    assert res.exit_code == 0
+    df = harness.load_results(tmp_path / "x")
+    assert set(df["method"]) == {"mdi", "local_mdi"}
+    assert {"dataset", "model", "seed", "feature", "value", "p_model_n_estimators",
+            "p_model_max_features", "model_score"} <= set(df.columns)
+    assert len(df) == 2 * (7 + 4)
+    # the stored global MDI is the API's MDI of the same model (fitted once per cell group)
+    led = df[(df["dataset"] == "led") & (df["method"] == "mdi")]["value"].to_numpy()
+    np.testing.assert_allclose(led.sum(), np.log2(10), atol=1e-12)
+    cells = harness.load_results(tmp_path / "x", kind="cells")
+    assert list(cells["status"].unique()) == ["done"]
+    local = harness.load_results(tmp_path / "x", kind="local")
+    assert len(local) == 10 * 7 + 112 * 4  # LED explains its 10 rows; iris its train split
+    with pytest.raises(harness.BadInputError, match="kind must be one of"):
+        harness.load_results(tmp_path / "x", kind="nope")
+    with pytest.raises(harness.BadInputError, match="results.sqlite is missing"):
+        harness.load_results(tmp_path / "nothing")
+    forced = harness.compare(datasets=["led"], models=[{"n_estimators": 5, "max_features": 1}],
+                             methods=["mdi"], out=tmp_path / "x", force=True, reports=False)
+    assert forced.reused == 0 and forced.done == 1
+
+
+def test_entry_point_plugins_are_discovered(monkeypatch):
+    targets = {
+        "method": {"constant_plugin": "tests.plugin_example:ConstantImportance",
+                   "mdi": "tests.plugin_example:ConstantImportance",
+                   "broken_plugin": "tests.plugin_example:DoesNotExist"},
+        "dataset": {},
+    }
+    monkeypatch.setattr(registry, "_entry_point_targets",
+                        lambda group: targets["method" if group.endswith("methods")
+                                              else "dataset"])
+    registry._classes.cache_clear()
+    try:
+        with pytest.warns(UserWarning) as caught:
+            names = registry.method_names()
+        messages = " ".join(str(w.message) for w in caught)
+        assert "constant_plugin" in names and "broken_plugin" not in names
+        assert "Cannot load method 'broken_plugin'" in messages
+        assert "built-in method has that name" in messages
+        assert registry.get_method_class("mdi").__module__ == "harness.methods.mdi"
+    finally:
+        registry._classes.cache_clear()
