@@ -10,7 +10,7 @@ from sklearn.datasets import make_friedman1
 
 from harness.dataset import DatasetSource
 from harness.params import Interval, Param
-from harness.types import Dataset, GroundTruth, TruthVector
+from harness.types import Dataset, GroundTruth
 
 _QUADRATURE_NODES = 200
 
@@ -82,24 +82,7 @@ class Friedman1(DatasetSource):
             random_state=random_state,
         )
         first, total = friedman1_sobol(n_features, noise)
-        unit = "fraction of Var(Y)"
-        truth = GroundTruth(
-            relevant=np.arange(n_features) < 5,
-            quantities={
-                "sobol_first": TruthVector(
-                    first,
-                    unit=unit,
-                    description="First-order Sobol index Var(E[Y|X_j]) / Var(Y) (Sobol 1993)",
-                ),
-                "sobol_total": TruthVector(
-                    total,
-                    unit=unit,
-                    description="Total Sobol index E[Var(m(X)|X_-j)] / Var(Y) (Sobol 1993; "
-                    "Benard et al. 2022)",
-                    compares_to=("sobol_mda",),
-                ),
-            },
-        )
+        truth = GroundTruth.from_sobol(np.arange(n_features) < 5, first, total)
         return Dataset(
             name=self.name,
             X=np.asarray(X, dtype=np.float64),

@@ -9,7 +9,7 @@ import numpy as np
 from harness.dataset import DatasetSource
 from harness.errors import InvalidParameterError
 from harness.params import FloatVector, Interval, Param
-from harness.types import Dataset, GroundTruth, TruthVector
+from harness.types import Dataset, GroundTruth
 
 
 def equicorrelation(p: int, rho: float) -> np.ndarray:
@@ -76,24 +76,7 @@ class LinearGaussian(DatasetSource):
         X = rng.standard_normal((n, p)) @ chol.T
         y = X @ coef + noise * rng.standard_normal(n)
         first, total = linear_gaussian_sobol(coef, rho, noise)
-        unit = "fraction of Var(Y)"
-        truth = GroundTruth(
-            relevant=coef != 0,
-            quantities={
-                "sobol_first": TruthVector(
-                    first,
-                    unit=unit,
-                    description="First-order Sobol index Var(E[Y|X_j]) / Var(Y) (Sobol 1993)",
-                ),
-                "sobol_total": TruthVector(
-                    total,
-                    unit=unit,
-                    description="Total Sobol index E[Var(m(X)|X_-j)] / Var(Y) (Sobol 1993; "
-                    "Benard et al. 2022)",
-                    compares_to=("sobol_mda",),
-                ),
-            },
-        )
+        truth = GroundTruth.from_sobol(coef != 0, first, total)
         return Dataset(
             name=self.name,
             X=X,

@@ -11,6 +11,7 @@ import pandas as pd
 
 from harness.errors import BadInputError
 from harness.store import Store
+from harness.types import global_view
 
 META_COLUMNS = [
     "key", "status", "reason", "dataset", "dataset_name", "model", "model_name", "seed",
@@ -89,13 +90,8 @@ class RunResults:
         frames = []
         for _, row in cells[cells["status"] == "done"].iterrows():
             arrays = self.arrays(row["key"])
-            values = arrays["values"]
-            if row["scope"] == "local":
-                summary = np.abs(values)
-                summary = (summary.sum(axis=2) if summary.ndim == 3 else summary).mean(axis=0)
-                std = None
-            else:
-                summary, std = values, arrays["std"]
+            summary = global_view(arrays["values"], row["scope"])
+            std = arrays["std"] if row["scope"] == "global" else None
             names = self.feature_names(row["key"])
             frame = pd.DataFrame({"feature": names, "value": summary,
                                   "std": np.nan if std is None else std})

@@ -11,6 +11,19 @@ Task = Literal["classification", "regression"]
 Scope = Literal["global", "local"]
 
 
+def global_view(values: np.ndarray, scope: str) -> np.ndarray:
+    """Per-feature summary: the values of a global method, mean_i |v_ij| for a local one.
+
+    For local values of shape (n, p, n_classes) the absolute values are summed over classes
+    first. This is the usual global reading of local importances (e.g. mean |SHAP|).
+    """
+    values = np.asarray(values, dtype=float)
+    if scope != "local":
+        return values
+    magnitude = np.abs(values)
+    return (magnitude.sum(axis=2) if magnitude.ndim == 3 else magnitude).mean(axis=0)
+
+
 @dataclass
 class TruthVector:
     """One exact population quantity per feature (e.g. Louppe Thm 1 in bits).
@@ -36,6 +49,27 @@ class GroundTruth:
 
     relevant: np.ndarray  # bool, shape (p,)
     quantities: dict[str, TruthVector] = field(default_factory=dict)
+
+    @classmethod
+    def from_sobol(cls, relevant: np.ndarray, first: np.ndarray, total: np.ndarray
+                   ) -> GroundTruth:
+        """Truth of a regression model with exact first-order and total Sobol indices.
+
+        Both are fractions of Var(Y) (noise included): S_j = Var(E[Y|X_j]) / Var(Y) and
+        ST_j = E[Var(m(X)|X_-j)] / Var(Y) (Sobol 1993; Bénard et al. 2022, the target of
+        Sobol-MDA).
+        """
+        unit = "fraction of Var(Y)"
+        return cls(relevant=np.asarray(relevant, dtype=bool), quantities={
+            "sobol_first": TruthVector(
+                np.asarray(first, dtype=float), unit=unit,
+                description="First-order Sobol index Var(E[Y|X_j]) / Var(Y) (Sobol 1993)"),
+            "sobol_total": TruthVector(
+                np.asarray(total, dtype=float), unit=unit,
+                description="Total Sobol index E[Var(m(X)|X_-j)] / Var(Y) (Sobol 1993; "
+                            "Benard et al. 2022)",
+                compares_to=("sobol_mda",)),
+        })
 
 
 @dataclass
@@ -122,13 +156,8 @@ class Importances:
             )
 
     def global_view(self) -> np.ndarray:
-        """Per-feature summary: the values themselves (global) or mean |value| over samples."""
-        if self.scope == "global":
-            return self.values
-        absolute = np.abs(self.values)
-        if absolute.ndim == 3:
-            absolute = absolute.sum(axis=2)
-        return absolute.mean(axis=0)
+        """Per-feature summary; see :func:`global_view`."""
+        return global_view(self.values, self.scope)
 
     def to_frame(self):
         """Tidy per-feature table (global view) as a pandas DataFrame."""

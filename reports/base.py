@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from harness.results import RunResults
+from harness.types import global_view
 
 GROUP = ["dataset", "model", "seed"]
 FIGURE_DPI = 100
@@ -76,19 +77,6 @@ def done_cells(results: RunResults, scope: str | None = None) -> pd.DataFrame:
     if scope is not None:
         keep &= cells["scope"] == scope
     return cells[keep].sort_values([*GROUP, "method"], kind="stable").reset_index(drop=True)
-
-
-def global_view(values: np.ndarray, scope: str) -> np.ndarray:
-    """Per-feature summary of a cell, as in ``RunResults.importances_table``.
-
-    The values themselves for a global cell; for a local cell ``mean_i |v_ij|``, with the
-    absolute values first summed over classes when ``values`` is (n, p, n_classes).
-    """
-    values = np.asarray(values, dtype=float)
-    if scope != "local":
-        return values
-    magnitude = np.abs(values)
-    return (magnitude.sum(axis=2) if magnitude.ndim == 3 else magnitude).mean(axis=0)
 
 
 def global_views(results: RunResults, cells: pd.DataFrame) -> dict[str, np.ndarray]:
