@@ -11,6 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from harness import registry
 from harness.errors import HarnessError
 
 EXIT_BAD_INPUT = 2
@@ -158,9 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             return _run_compare(args)
         if args.command == "list":
             return _run_list()
-        from harness.reports.index import build_reports
-
-        for path in build_reports(args.out):
+        for path in registry.build_reports(args.out):
             print(path)
         return 0
     except HarnessError as exc:

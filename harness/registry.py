@@ -37,7 +37,15 @@ BUILTIN_DATASETS: dict[str, str] = {
     "linear_gaussian": "harness.datasets.linear_gaussian:LinearGaussian",
 }
 
-GROUPS = {"method": "harness.methods", "dataset": "harness.datasets"}
+BUILTIN_REPORTS: dict[str, str] = {
+    "correlation": "harness.reports.correlation:build",
+    "timing": "harness.reports.timing:build",
+    "accuracy": "harness.reports.accuracy:build",
+}
+REPORT_INDEX = "harness.reports.index:build_reports"
+
+GROUPS = {"method": "harness.methods", "dataset": "harness.datasets",
+          "report": "harness.reports"}
 
 
 def _import_object(target: str):
@@ -79,6 +87,28 @@ def _classes(kind: str) -> dict[str, type]:
             continue
         found[name] = cls
     return found
+
+
+def report_builders() -> dict[str, object]:
+    """Report builders ``build(results, out_dir) -> ReportSection`` by name, built-ins first.
+
+    Third parties add theirs under the entry-point group ``harness.reports``.
+    """
+    targets = dict(BUILTIN_REPORTS)
+    for name, target in _entry_point_targets(GROUPS["report"]).items():
+        targets.setdefault(name, target)
+    builders = {}
+    for name, target in targets.items():
+        try:
+            builders[name] = _import_object(target)
+        except Exception as exc:
+            warnings.warn(f"Cannot load report {name!r} from {target!r}: {exc}", stacklevel=2)
+    return builders
+
+
+def build_reports(out):
+    """Write every report and the index page of a run folder; returns the written paths."""
+    return _import_object(REPORT_INDEX)(out)
 
 
 def method_names() -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from harness import registry
 from harness.cells import Cell, expand_datasets, expand_methods, expand_models, iter_cells
 from harness.defaults import DEFAULT_GRID
 from harness.errors import BadInputError
@@ -154,9 +155,7 @@ def compare(
         executor_obj.run(tasks, record)
         if reports:
             notify("stage", "writing reports")
-            from harness.reports.index import build_reports
-
-            summary.reports = build_reports(Path(out))
+            summary.reports = registry.build_reports(Path(out))
     finally:
         store.close()
     summary.wall_time = time.perf_counter() - start

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness import registry
 from harness.results import RunResults
 from harness.store import STATUSES
 
-from . import accuracy, correlation, timing
 from .base import ReportSection, table_html, write_csv
 
 ReportBuilder = Callable[[RunResults, Path], ReportSection]
@@ -32,9 +32,9 @@ img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 
 
 def default_reports() -> dict[str, ReportBuilder]:
-    """The reports written for every run, by section title."""
-    return {"Correlation": correlation.build, "Timing": timing.build,
-            "Accuracy": accuracy.build}
+    """The registered reports (built-ins and the ``harness.reports`` group), by title."""
+    return {name.replace("_", " ").capitalize(): build
+            for name, build in registry.report_builders().items()}
 
 
 def _tables(results: RunResults, out_dir: Path) -> ReportSection:
