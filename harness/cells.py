@@ -61,48 +61,53 @@ class Cell:
         return f"{self.dataset!r} | {self.model!r} | seed={self.seed} | {self.method!r}"
 
 
-def _expand(specs: Iterable[str | dict], make) -> list:
-    """Instantiate every configuration named by ``specs`` (strings or dicts with 'name')."""
+def _name_and_grid(spec: str | dict, name_key: str = "name") -> tuple[str, dict[str, list]]:
+    """``name[param=value]`` or a table ``{name_key: ..., param: value or [values]}``."""
+    if isinstance(spec, str):
+        return parse_spec(spec)
+    if isinstance(spec, dict) and name_key in spec:
+        spec = dict(spec)
+        name = spec.pop(name_key)
+        return name, {k: v if isinstance(v, list) else [v] for k, v in spec.items()}
+    raise BadInputError(
+        f"Expected 'name[param=value]' or a table with a {name_key!r} key; got {spec!r}."
+    )
+
+
+def _expand(specs: Iterable, make, built: type, name_key: str = "name") -> list:
+    """Every configuration named by ``specs``, in order; ``built`` instances pass through."""
     objects = []
     for spec in specs:
-        if isinstance(spec, str):
-            name, grid = parse_spec(spec)
-        elif isinstance(spec, dict) and "name" in spec:
-            spec = dict(spec)
-            name = spec.pop("name")
-            grid = {k: v if isinstance(v, list) else [v] for k, v in spec.items()}
-        else:
-            raise BadInputError(
-                f"Expected 'name[param=value]' or a table with a 'name' key; got {spec!r}."
-            )
+        if isinstance(spec, built):
+            objects.append(spec)
+            continue
+        name, grid = _name_and_grid(spec, name_key)
         objects.extend(make(name, **params) for params in expand_grid(grid))
     return objects
 
 
-def expand_methods(specs: Iterable[str | dict]) -> list[Method]:
-    return _expand(specs, registry.make_method)
+def expand_methods(specs: Iterable[str | dict | Method]) -> list[Method]:
+    return _expand(specs, registry.make_method, Method)
 
 
-def expand_datasets(specs: Iterable[str | dict]) -> list[DatasetSource]:
-    return _expand(specs, registry.make_dataset)
+def expand_datasets(specs: Iterable[str | dict | DatasetSource]) -> list[DatasetSource]:
+    return _expand(specs, registry.make_dataset, DatasetSource)
 
 
 def expand_models(specs: Iterable[str | dict | ModelSpec]) -> list[ModelSpec]:
-    models = []
-    for spec in specs:
-        if isinstance(spec, ModelSpec):
-            models.append(spec)
-        elif isinstance(spec, dict) and "name" not in spec:
-            models.append(ModelSpec.from_any(spec))
-        else:
-            if isinstance(spec, dict):
-                spec = dict(spec)
-                name = spec.pop("name")
-                grid = {k: v if isinstance(v, list) else [v] for k, v in spec.items()}
-            else:
-                name, grid = parse_spec(spec)
-            models.extend(ModelSpec.from_any({"forest": name, **p}) for p in expand_grid(grid))
-    return models
+    """Model specs; a table names its forest with ``forest`` (default extra_trees) or ``name``."""
+    def make(name, **params):
+        return ModelSpec.from_any({"forest": name, **params})
+
+    def as_table(spec):
+        if not isinstance(spec, dict):
+            return spec
+        spec = dict(spec)
+        spec["forest"] = spec.pop("name", spec.get("forest", "extra_trees"))
+        return spec
+
+    tables = [as_table(spec) for spec in specs]
+    return _expand(tables, make, ModelSpec, name_key="forest")
 
 
 def iter_cells(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,7 @@ class RunResults:
     cells: pd.DataFrame
     models: pd.DataFrame
     store: Store
+    _cells_table: pd.DataFrame | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, folder: str | Path) -> RunResults:
@@ -66,7 +67,15 @@ class RunResults:
         self.store.close()
 
     def cells_table(self) -> pd.DataFrame:
-        """One row per cell with its status, timings, model score and p_* parameters."""
+        """One row per cell with its status, timings, model score and p_* parameters.
+
+        Built once per opened run (the store is only read here); a copy is returned.
+        """
+        if self._cells_table is None:
+            self._cells_table = self._build_cells_table()
+        return self._cells_table.copy()
+
+    def _build_cells_table(self) -> pd.DataFrame:
         rows = []
         for _, row in self.cells.iterrows():
             record = {c: row.get(c) for c in META_COLUMNS}

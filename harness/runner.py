@@ -20,7 +20,7 @@ from harness.errors import BadInputError
 from harness.execute import CellInput
 from harness.executors import EXECUTORS
 from harness.forest import predict_output
-from harness.method import ExplainData, Method
+from harness.method import ExplainData
 from harness.models import fit_model
 from harness.store import FINAL_STATUSES, Store
 
@@ -85,12 +85,9 @@ def plan(datasets=None, models=None, methods=None, seeds=None, explain_on="train
     seeds = list(DEFAULT_GRID["seeds"] if seeds is None else seeds)
     if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
         raise BadInputError(f"seeds must be non-negative ints; got {seeds!r}.")
-    method_objs = [m for m in (methods or DEFAULT_GRID["methods"]) if isinstance(m, Method)]
-    method_objs += expand_methods(
-        [m for m in (methods or DEFAULT_GRID["methods"]) if not isinstance(m, Method)]
-    )
     grid = (expand_datasets(datasets or DEFAULT_GRID["datasets"]),
-            expand_models(models or DEFAULT_GRID["models"]), method_objs, seeds)
+            expand_models(models or DEFAULT_GRID["models"]),
+            expand_methods(methods or DEFAULT_GRID["methods"]), seeds)
     for name, items in zip(("datasets", "models", "methods", "seeds"), grid):
         if not items:
             raise BadInputError(f"The grid has no {name}; give at least one.")
