@@ -43,6 +43,10 @@ class Method:
     tasks: ClassVar[tuple[str, ...]] = ("classification", "regression")
     requires: ClassVar[tuple[str, ...]] = ()
     needs_y: ClassVar[bool] = False
+    #: Which rows the runner gives the method: None for the run's ``explain_on`` rows (capped
+    #: by ``max_explain``), "train" for every training row in fit order (the OOB methods),
+    #: "test" for every held-out row.
+    rows: ClassVar[str | None] = None
     parameters: ClassVar[dict[str, Param]] = {}
     summary: ClassVar[str] = ""
 
@@ -66,6 +70,11 @@ class Method:
         compile kernels. The runner calls it once before forking cells; ``explain`` too."""
         for package in cls.requires:
             importlib.import_module(package)
+
+    @classmethod
+    def share(cls, model: Any) -> None:
+        """Work on a fitted model that every cell of this method on it can reuse (e.g. the
+        in-bag counts). The runner calls it once per model before forking cells."""
 
     def skip(self, model: Any, data: ExplainData) -> str | None:
         """Reason not to run on this cell, or None. Subclasses extend; call super()."""

@@ -23,6 +23,10 @@ BUILTIN_METHODS: dict[str, str] = {
     "local_mdi": "harness.methods.local_mdi:LocalMDI",
     "saabas": "harness.methods.saabas:Saabas",
     "treeshap": "harness.methods.treeshap:TreeSHAP",
+    "mda_test": "harness.methods.mda_test:MDATrainTest",
+    "mda_bc": "harness.methods.mda_bc:MDABreimanCutler",
+    "mda_ik": "harness.methods.mda_ik:MDAIshwaranKogalur",
+    "sobol_mda": "harness.methods.sobol_mda:SobolMDA",
 }
 
 BUILTIN_DATASETS: dict[str, str] = {
@@ -35,6 +39,7 @@ BUILTIN_DATASETS: dict[str, str] = {
     "diabetes": "harness.datasets.sklearn_bundled:Diabetes",
     "friedman1": "harness.datasets.friedman:Friedman1",
     "linear_gaussian": "harness.datasets.linear_gaussian:LinearGaussian",
+    "ishigami": "harness.datasets.ishigami:Ishigami",
 }
 
 BUILTIN_REPORTS: dict[str, str] = {

@@ -66,9 +66,10 @@ def _versions() -> dict[str, str]:
 
 def _explain_rows(model, dataset, cell: Cell) -> np.ndarray:
     info = model.harness_fit_
+    fixed = cell.method.rows
     rows = {"train": info["train_index"], "test": info["test_index"],
-            "all": np.arange(dataset.n_samples)}[cell.explain_on]
-    if cell.max_explain is not None and rows.size > cell.max_explain:
+            "all": np.arange(dataset.n_samples)}[fixed or cell.explain_on]
+    if fixed is None and cell.max_explain is not None and rows.size > cell.max_explain:
         rng = np.random.default_rng(cell.seed)
         rows = np.sort(rng.choice(rows, size=cell.max_explain, replace=False))
     return rows
@@ -207,6 +208,11 @@ def _prepare(todo: list[Cell], store: Store, record, notify) -> list[tuple[Cell,
                 record(cell, _failure("fitting the model", exc))
             continue
         _record_model(store, model, dataset, first)
+        for method_class in {type(cell.method) for cell in group}:
+            try:
+                method_class.share(model)
+            except Exception:  # the cells themselves will report the failure
+                pass
         for cell in group:
             rows = _explain_rows(model, dataset, cell)
             data = ExplainData(X=dataset.X[rows], y=dataset.y[rows],

@@ -1,0 +1,102 @@
+"""Losses of the permutation and projection importances, compiled once.
+
+A prediction is a row of the forest's output space: the regression value (1 entry) or the
+class-probability vector. Targets are the regression value or the class index (as a float).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from harness.oob import class_codes
+
+SQUARED_ERROR, MISCLASSIFICATION, BRIER, LOG_LOSS = 0, 1, 2, 3
+_LOG_FLOOR = 1e-15  # a tree's leaf often gives a class probability 0: clip as log_loss does
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A named loss: its kernel code, the task it applies to, and its unit."""
+
+    name: str
+    code: int
+    task: str
+    unit: str
+
+
+LOSSES = {
+    "squared_error": Loss("squared_error", SQUARED_ERROR, "regression",
+                          "squared error (units of y squared)"),
+    "misclassification": Loss("misclassification", MISCLASSIFICATION, "classification",
+                              "misclassification rate"),
+    "brier": Loss("brier", BRIER, "classification", "Brier score (sum over classes)"),
+    "log_loss": Loss("log_loss", LOG_LOSS, "classification", "log-loss (nats)"),
+}
+DEFAULT_LOSS = {"regression": "squared_error", "classification": "misclassification"}
+
+
+def resolve_loss(name: str, task: str) -> Loss:
+    """The loss called ``name`` (``"auto"``: the task's default, Breiman's for classification)."""
+    return LOSSES[DEFAULT_LOSS[task] if name == "auto" else name]
+
+
+def loss_mismatch(name: str, task: str) -> str | None:
+    """Reason why loss ``name`` does not apply to ``task``, or None."""
+    if name == "auto" or LOSSES[name].task == task:
+        return None
+    allowed = ", ".join(n for n, loss in LOSSES.items() if loss.task == task)
+    return f"loss={name} applies to {LOSSES[name].task}; for {task} use auto, {allowed}."
+
+
+@njit(cache=True)
+def loss_value(code, target, prediction):
+    """Loss of one prediction row against one target (see the module docstring)."""
+    if code == SQUARED_ERROR:
+        diff = target - prediction[0]
+        return diff * diff
+    label = int(target)
+    if code == MISCLASSIFICATION:
+        # argmax with ties to the first class, as predict() does
+        best = 0
+        for k in range(1, prediction.size):
+            if prediction[k] > prediction[best]:
+                best = k
+        return 0.0 if best == label else 1.0
+    if code == BRIER:
+        total = 0.0
+        for k in range(prediction.size):
+            diff = prediction[k] - (1.0 if k == label else 0.0)
+            total += diff * diff
+        return total
+    return -math.log(max(prediction[label], _LOG_FLOOR))
+
+
+@njit(cache=True)
+def loss_rows(code, targets, predictions):
+    """Loss of every row: ``predictions`` (n, n_values) -> (n,)."""
+    out = np.empty(targets.size)
+    for i in range(targets.size):
+        out[i] = loss_value(code, targets[i], predictions[i])
+    return out
+
+
+@njit(cache=True)
+def loss_table(code, targets, predictions):
+    """Loss of every row and feature: ``predictions`` (n, p, n_values) -> (n, p)."""
+    n, p = predictions.shape[0], predictions.shape[1]
+    out = np.empty((n, p))
+    for i in range(n):
+        for j in range(p):
+            out[i, j] = loss_value(code, targets[i], predictions[i, j])
+    return out
+
+
+def target_codes(model, y: np.ndarray, classifier: bool) -> np.ndarray:
+    """Targets for the kernels: float y, or the class index in ``model.classes_``."""
+    if classifier:
+        return class_codes(model, np.asarray(y)).astype(np.float64)
+    return np.asarray(y, dtype=np.float64)
