@@ -16,6 +16,10 @@ from harness.oob import class_codes
 
 SQUARED_ERROR, MISCLASSIFICATION, BRIER, LOG_LOSS = 0, 1, 2, 3
 _LOG_FLOOR = 1e-15  # a tree's leaf often gives a class probability 0: clip as log_loss does
+# Averaged probabilities that tie exactly (0.5/0.5 is common) differ by rounding depending on
+# the summation order; classes within this margin count as tied and the first one wins, so
+# that the predicted class does not depend on how the average was computed.
+TIE_MARGIN = 1e-9
 
 
 @dataclass(frozen=True)
@@ -60,10 +64,10 @@ def loss_value(code, target, prediction):
         return diff * diff
     label = int(target)
     if code == MISCLASSIFICATION:
-        # argmax with ties to the first class, as predict() does
+        # argmax, ties (within TIE_MARGIN) to the first class as predict() does
         best = 0
         for k in range(1, prediction.size):
-            if prediction[k] > prediction[best]:
+            if prediction[k] > prediction[best] + TIE_MARGIN:
                 best = k
         return 0.0 if best == label else 1.0
     if code == BRIER:

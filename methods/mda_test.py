@@ -43,13 +43,13 @@ class MDATrainTest(LossMethod):
         arrays = (forest.left, forest.right, forest.feature, forest.threshold, forest.value,
                   forest.offsets)
         base = forest_output(*arrays, X32)
-        base_loss = loss_rows(loss.code, targets, base).mean()
+        base_loss = loss_rows(loss.code, targets, base)[:, None]
         seed = draw_seed(rng)
         repeats = np.array([
-            loss_table(loss.code, targets,
-                       base[:, None, :] + held_out_permutation_pass(
-                           *arrays, forest.max_depth, X32, seed, repeat)).mean(axis=0)
-            - base_loss
+            (loss_table(loss.code, targets,
+                        base[:, None, :] + held_out_permutation_pass(
+                            *arrays, forest.max_depth, X32, seed, repeat))
+             - base_loss).mean(axis=0)
             for repeat in range(self.params["n_repeats"])
         ])
         return Importances(

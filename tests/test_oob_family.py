@@ -1,0 +1,311 @@
+"""Out-of-bag family: bookkeeping, the three MDA variants and Sobol-MDA against brute force.
+
+The oracles here are written independently of the kernels: scikit-learn's own OOB
+predictions; permutation importances recomputed by permuting whole columns and calling each
+tree's ``predict`` (no re-routing shortcut); projected trees recomputed with Python sets
+following the reference C++ (ranger ``sobol-mda`` fork, ``Tree::predictProjectedTree``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris, make_friedman1
+from sklearn.ensemble import (
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+
+import harness
+from harness.errors import BadInputError, MethodSkipped
+from harness.losses import TIE_MARGIN
+from harness.oob import check_training_rows, inbag_of, oob_predictions
+from harness.packed import as_float32_rows, pack_forest
+from harness.permutation_kernels import oob_permutation_pass
+from harness.permutations import STREAM_HELD_OUT, STREAM_OOB, draw_seed, keyed_permutation
+from harness.projection import projected_oob_shift
+
+warnings.filterwarnings("ignore", message="Some inputs do not have OOB scores")
+
+
+@pytest.fixture(scope="module")
+def regression_forest():
+    X, y = make_friedman1(n_samples=160, n_features=5, noise=0.5, random_state=0)
+    X = np.column_stack([X, np.full(len(X), 0.5)])  # a constant column is never split on
+    model = RandomForestRegressor(n_estimators=15, min_samples_leaf=2, random_state=0)
+    return model.fit(X, y), X, y
+
+
+@pytest.fixture(scope="module")
+def classification_forest():
+    X, y = load_iris(return_X_y=True)
+    X = np.column_stack([X, np.zeros(len(X))])
+    model = RandomForestClassifier(n_estimators=15, max_features=2, random_state=1)
+    return model.fit(X, y), X, y
+
+
+# ---------------------------------------------------------------- in-bag bookkeeping
+
+
+@pytest.mark.parametrize("max_samples", [None, 0.6, 70])
+def test_oob_regression_predictions_equal_scikit_learn_exactly(max_samples):
+    X, y = make_friedman1(n_samples=200, random_state=1)
+    model = RandomForestRegressor(n_estimators=25, oob_score=True, max_samples=max_samples,
+                                  random_state=3).fit(X, y)
+    prediction, n_oob = oob_predictions(model, X)
+    scored = n_oob > 0
+    assert scored.sum() > 150
+    np.testing.assert_array_equal(prediction[scored, 0], model.oob_prediction_[scored])
+    assert np.all(np.isnan(prediction[~scored]))
+    counts = inbag_of(model).counts
+    assert counts.sum(axis=0).tolist() == [model._n_samples_bootstrap] * 25
+
+
+@pytest.mark.parametrize("forest", [RandomForestClassifier, ExtraTreesClassifier])
+def test_oob_class_probabilities_equal_scikit_learn_exactly_with_weights(forest):
+    X, y = load_iris(return_X_y=True)
+    weight = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
+    model = forest(n_estimators=30, bootstrap=True, oob_score=True, max_samples=0.7,
+                   random_state=2).fit(X, y, sample_weight=weight)
+    prediction, n_oob = oob_predictions(model, X)
+    scored = n_oob > 0
+    np.testing.assert_array_equal(prediction[scored], model.oob_decision_function_[scored])
+
+
+def test_training_rows_are_checked(regression_forest):
+    model, X, y = regression_forest
+    check_training_rows(model, X, y)
+    with pytest.raises(BadInputError, match="fitted on 160 rows, got X with 159"):
+        check_training_rows(model, X[1:], y[1:])
+    with pytest.raises(BadInputError, match="not the rows this forest was fitted on"):
+        check_training_rows(model, X[::-1], y[::-1])
+    with pytest.raises(BadInputError, match="not the rows"):
+        harness.explain("mda_bc", model, X, y[::-1])
+
+
+def test_methods_without_bootstrap_are_skipped_with_a_reason():
+    X, y = make_friedman1(n_samples=60, random_state=0)
+    model = ExtraTreesRegressor(n_estimators=5, random_state=0).fit(X, y)
+    for name in ("mda_bc", "mda_ik", "sobol_mda"):
+        with pytest.raises(MethodSkipped, match="bootstrap=True"):
+            harness.explain(name, model, X, y)
+    with pytest.raises(MethodSkipped, match="loss=brier applies to classification"):
+        harness.explain("mda_test", model, X, y, loss="brier")
+
+
+# ---------------------------------------------------------------- permutation brute force
+
+
+def _loss(name: str, y: np.ndarray, output: np.ndarray, classes: np.ndarray | None):
+    if name == "squared_error":
+        return (y - output[:, 0]) ** 2
+    label = np.searchsorted(classes, y)
+    if name == "misclassification":  # first class within the tie margin wins
+        predicted = np.argmax(output >= output.max(axis=1, keepdims=True) - TIE_MARGIN, axis=1)
+        return (predicted != label).astype(float)
+    if name == "brier":
+        onehot = np.eye(output.shape[1])[label]
+        return ((output - onehot) ** 2).sum(axis=1)
+    return -np.log(np.maximum(output[np.arange(len(y)), label], 1e-15))
+
+
+def _tree_output(estimator, X, classifier: bool) -> np.ndarray:
+    return estimator.predict_proba(X) if classifier else estimator.predict(X)[:, None]
+
+
+def _brute_force_oob_mda(model, X, y, loss: str, seed: int):
+    """Both OOB MDAs by permuting whole OOB columns and calling each tree's predict."""
+    classifier = hasattr(model, "classes_")
+    classes = model.classes_ if classifier else None
+    counts = inbag_of(model).counts
+    n, p = X.shape
+    per_tree = []
+    permuted_sum = np.zeros((n, p, model.n_classes_ if classifier else 1))
+    for t, estimator in enumerate(model.estimators_):
+        oob = np.flatnonzero(counts[:, t] == 0)
+        base = _tree_output(estimator, X[oob], classifier)
+        base_loss = _loss(loss, y[oob], base, classes).mean()
+        increase = np.zeros(p)
+        for j in range(p):
+            rows = X[oob].copy()
+            rows[:, j] = X[oob][keyed_permutation(seed, STREAM_OOB, t, j, len(oob)), j]
+            output = _tree_output(estimator, rows, classifier)
+            increase[j] = _loss(loss, y[oob], output, classes).mean() - base_loss
+            permuted_sum[oob, j] += output
+        per_tree.append(increase)
+    prediction, n_oob = oob_predictions(model, X)
+    scored = n_oob > 0
+    base_loss = _loss(loss, y[scored], prediction[scored], classes)
+    ik = np.array([(_loss(loss, y[scored], permuted_sum[scored, j] / n_oob[scored, None],
+                          classes) - base_loss).mean() for j in range(p)])
+    return np.mean(per_tree, axis=0), ik
+
+
+@pytest.mark.parametrize("case, loss", [
+    ("regression", "squared_error"), ("classification", "misclassification"),
+    ("classification", "brier"), ("classification", "log_loss"),
+])
+def test_oob_mda_equal_brute_force_permutations(case, loss, request):
+    model, X, y = request.getfixturevalue(f"{case}_forest")
+    seed = draw_seed(np.random.default_rng(7))
+    bc, ik = _brute_force_oob_mda(model, X, y, loss, seed)
+    ours_bc = harness.explain("mda_bc", model, X, y, seed=7, loss=loss)
+    ours_ik = harness.explain("mda_ik", model, X, y, seed=7, loss=loss)
+    np.testing.assert_allclose(ours_bc.values, bc, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours_ik.values, ik, rtol=1e-10, atol=1e-12)
+    assert np.abs(bc).max() > 0 and np.abs(ik).max() > 0  # the check is not vacuous
+
+
+@pytest.mark.parametrize("case, loss", [("regression", "squared_error"),
+                                        ("classification", "brier")])
+def test_held_out_mda_equals_permuted_predict(case, loss, request):
+    model, X, y = request.getfixturevalue(f"{case}_forest")
+    classifier = case == "classification"
+    classes = model.classes_ if classifier else None
+    predict = model.predict_proba if classifier else (lambda rows: model.predict(rows)[:, None])
+    seed = draw_seed(np.random.default_rng(3))
+    base_loss = _loss(loss, y, predict(X), classes).mean()
+    repeats = []
+    for repeat in range(3):
+        increase = []
+        for j in range(X.shape[1]):
+            rows = X.copy()
+            rows[:, j] = X[keyed_permutation(seed, STREAM_HELD_OUT, repeat, j, len(X)), j]
+            increase.append(_loss(loss, y, predict(rows), classes).mean() - base_loss)
+        repeats.append(increase)
+    ours = harness.explain("mda_test", model, X, y, seed=3, loss=loss, n_repeats=3)
+    np.testing.assert_allclose(ours.values, np.mean(repeats, axis=0), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(ours.std, np.std(repeats, axis=0), rtol=1e-7, atol=1e-10)
+
+
+def test_trees_that_never_split_on_a_feature_contribute_exactly_zero(regression_forest):
+    model, X, y = regression_forest
+    forest = pack_forest(model)
+    increase, shift = oob_permutation_pass(
+        forest.left, forest.right, forest.feature, forest.threshold, forest.value,
+        forest.offsets, forest.max_depth, as_float32_rows(X), inbag_of(model).counts, y,
+        0, 123, True)
+    unused = 0
+    for t in range(forest.n_trees):
+        absent = np.setdiff1d(np.arange(X.shape[1]), forest.tree_features(t))
+        assert np.all(increase[t, absent] == 0.0)
+        unused += absent.size
+    assert unused >= forest.n_trees  # at least the constant column in every tree
+    constant = X.shape[1] - 1
+    for name in ("mda_bc", "mda_ik", "mda_test", "sobol_mda"):
+        assert harness.explain(name, model, X, y, seed=0).values[constant] == 0.0, name
+
+
+def test_permutation_methods_share_one_permutation_source(regression_forest):
+    model, X, y = regression_forest
+    first = harness.explain("mda_bc", model, X, y, seed=5).values
+    np.testing.assert_array_equal(first, harness.explain("mda_bc", model, X, y, seed=5).values)
+    assert not np.array_equal(first, harness.explain("mda_bc", model, X, y, seed=6).values)
+
+
+# ---------------------------------------------------------------- projected trees
+
+
+class _ReferenceTree:
+    """One tree's projected descents, keyed by Python sets of node ids."""
+
+    def __init__(self, estimator, X32: np.ndarray) -> None:
+        tree = estimator.tree_
+        self.left, self.right = tree.children_left, tree.children_right
+        self.feature, self.threshold, self.X32 = tree.feature, tree.threshold, X32
+
+    def step(self, i: int, node: int) -> int:
+        go_left = self.X32[i, self.feature[node]] <= self.threshold[node]
+        return self.left[node] if go_left else self.right[node]
+
+    def first_splits(self, i: int) -> dict[int, int]:
+        node, seen = 0, {}
+        while self.left[node] != -1:
+            seen.setdefault(self.feature[node], node)
+            node = self.step(i, node)
+        return seen
+
+    def levels(self, i: int, u: int, j: int):
+        keys, frontier, leaves = [frozenset([u])], [u], set()
+        while True:
+            following = []
+            for node in frontier:
+                if self.left[node] == -1:
+                    leaves.add(node)
+                elif self.feature[node] == j:
+                    following += [self.left[node], self.right[node]]
+                else:
+                    following.append(self.step(i, node))
+            if not following:
+                return keys, ("final", frozenset(leaves))
+            keys.append(frozenset(leaves) | frozenset(following))
+            frontier = following
+
+
+def _reference_projected_shift(model, X, targets, final_cell: bool) -> np.ndarray:
+    """Sum over OOB trees of projected minus tree output, with Python sets as cell keys."""
+    counts = inbag_of(model).counts
+    X32 = X.astype(np.float32)
+    n, p = X.shape
+    shift = np.zeros((n, p, targets.shape[1]))
+    for t, estimator in enumerate(model.estimators_):
+        tree = _ReferenceTree(estimator, X32)
+        value = _tree_output(estimator, X, hasattr(model, "classes_"))
+        table = defaultdict(lambda: [0.0, 0.0])
+        for i in np.flatnonzero(counts[:, t] > 0):
+            for j, u in tree.first_splits(i).items():
+                keys, final = tree.levels(i, u, j)
+                for key in keys + ([final] if final_cell else []):
+                    table[j, key][0] += counts[i, t]
+                    table[j, key][1] = table[j, key][1] + counts[i, t] * targets[i]
+        for i in np.flatnonzero(counts[:, t] == 0):
+            for j, u in tree.first_splits(i).items():
+                keys, final = tree.levels(i, u, j)
+                cell = final if final_cell and (j, final) in table else keys[0]
+                if cell is keys[0]:
+                    for key in keys:
+                        if (j, key) not in table:
+                            break
+                        cell = key
+                mass, total = table[j, cell]
+                shift[i, j] += total / mass - value[i]
+    return shift
+
+
+@pytest.mark.parametrize("case", ["regression", "classification"])
+@pytest.mark.parametrize("final_cell", [True, False])
+def test_projected_trees_equal_the_set_based_reference(case, final_cell, request):
+    model, X, y = request.getfixturevalue(f"{case}_forest")
+    forest = pack_forest(model)
+    targets = (np.eye(3)[y] if case == "classification" else y[:, None]).astype(float)
+    ours = projected_oob_shift(
+        forest.left, forest.right, forest.feature, forest.threshold, forest.value,
+        forest.offsets, forest.max_depth, as_float32_rows(X), inbag_of(model).counts,
+        targets, final_cell)
+    reference = _reference_projected_shift(model, X, targets, final_cell)
+    np.testing.assert_allclose(ours, reference, rtol=1e-10, atol=1e-10)
+    assert np.abs(reference).max() > 0
+
+
+def test_a_tree_projected_along_a_feature_off_the_path_keeps_the_prediction():
+    X, y = make_friedman1(n_samples=120, n_features=6, random_state=4)
+    for seed in range(3):
+        model = RandomForestRegressor(n_estimators=1, random_state=seed).fit(X, y)
+        forest = pack_forest(model)
+        shift = projected_oob_shift(
+            forest.left, forest.right, forest.feature, forest.threshold, forest.value,
+            forest.offsets, forest.max_depth, as_float32_rows(X), inbag_of(model).counts,
+            y[:, None], True)[:, :, 0]
+        path = model.decision_path(X.astype(np.float32))[0].toarray().astype(bool)
+        tree = model.estimators_[0].tree_
+        for j in range(X.shape[1]):
+            meets = (path & (tree.feature == j)[None, :] & (tree.children_left >= 0)).any(1)
+            assert np.all(shift[~meets, j] == 0.0)
+            oob = inbag_of(model).counts[:, 0] == 0
+            if np.any(meets & oob):
+                assert np.any(shift[meets & oob, j] != 0.0)
