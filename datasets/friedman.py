@@ -35,20 +35,25 @@ def sine_term_variances() -> tuple[float, float]:
     return float(second_moment - mean**2), float(w @ conditional_mean**2 - mean**2)
 
 
+def friedman1_var_y(noise: float) -> float:
+    """``Var(Y) = Var(10 sin(pi X1 X2)) + 400/180 + 100/12 + 25/12 + noise^2`` of Friedman #1."""
+    return sine_term_variances()[0] + float(_ADDITIVE_VARIANCES.sum()) + noise**2
+
+
 def friedman1_sobol(n_features: int, noise: float) -> tuple[np.ndarray, np.ndarray]:
     """First-order and total Sobol indices of Friedman #1, normalised by ``Var(Y)``.
 
     ``Y = 10 sin(pi X1 X2) + 20 (X3 - 1/2)^2 + 10 X4 + 5 X5 + noise * N(0, 1)`` (Friedman
     1991), inputs i.i.d. U[0, 1]. ``S_j = Var(E[m(X) | X_j]) / Var(Y)`` and
     ``ST_j = E[Var(m(X) | X_-j)] / Var(Y)`` with ``m = E[Y | X]`` (Sobol 1993; the target of
-    Sobol-MDA, Benard et al. 2022), ``Var(Y) = Var(m(X)) + noise^2``.
+    Sobol-MDA, Bénard et al. 2022), ``Var(Y) = Var(m(X)) + noise^2``.
 
     Returns
     -------
     first, total : ndarrays of shape (n_features,)
     """
     var_sine, var_sine_first = sine_term_variances()
-    var_y = var_sine + _ADDITIVE_VARIANCES.sum() + noise**2
+    var_y = friedman1_var_y(noise)
     first = np.zeros(n_features)
     total = np.zeros(n_features)
     first[:2] = var_sine_first
@@ -57,10 +62,34 @@ def friedman1_sobol(n_features: int, noise: float) -> tuple[np.ndarray, np.ndarr
     return first / var_y, total / var_y
 
 
+def friedman1_shapley(n_features: int, noise: float) -> np.ndarray:
+    """Shapley effects of Friedman #1 (game ``v(U) = Var(E[m(X) | X_U])``) over ``Var(Y)``.
+
+    Inputs are independent, so ``Sh_j = sum_{u contains j} V_u / |u|`` over the ANOVA
+    variances V_u (Owen 2014; Song, Nelson & Staum 2016). The sine term has
+    ``V_1 = V_2 = Var(E[f | X1])`` and ``V_12 = Var(f) - 2 V_1``, hence
+    ``Sh_1 = Sh_2 = V_1 + V_12 / 2 = Var(f) / 2``; X3..X5 enter additively (``Sh_j = V_j``)
+    and the other features not at all.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+        Sums to ``Var(m(X)) / Var(Y)``.
+    """
+    var_sine, var_sine_first = sine_term_variances()
+    shapley = np.zeros(n_features)
+    shapley[:2] = var_sine_first + (var_sine - 2.0 * var_sine_first) / 2.0
+    shapley[2:5] = _ADDITIVE_VARIANCES
+    return shapley / friedman1_var_y(noise)
+
+
 class Friedman1(DatasetSource):
     """Friedman #1 from :func:`sklearn.datasets.make_friedman1`, with exact Sobol indices.
 
-    Only X1..X5 enter the response; the other features are irrelevant (indices 0).
+    Only X1..X5 enter the response; the other features are irrelevant (indices 0). The truth
+    also holds the Shapley effects and, inputs being independent, the Breiman-Cutler /
+    train-test and Ishwaran-Kogalur MDA limits ``2 Var(Y) ST_j`` and ``Var(Y) ST_j``
+    (Bénard, Da Veiga & Scornet 2022).
     """
 
     name = "friedman1"
@@ -82,7 +111,10 @@ class Friedman1(DatasetSource):
             random_state=random_state,
         )
         first, total = friedman1_sobol(n_features, noise)
-        truth = GroundTruth.from_sobol(np.arange(n_features) < 5, first, total)
+        truth = GroundTruth.from_sobol(
+            np.arange(n_features) < 5, first, total, var_y=friedman1_var_y(noise),
+            shapley=friedman1_shapley(n_features, noise),
+        )
         return Dataset(
             name=self.name,
             X=np.asarray(X, dtype=np.float64),

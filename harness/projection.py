@@ -3,21 +3,23 @@
 The tree projected along feature j ignores its splits on j. A row whose path first meets j at
 node u is dropped from u level by level: a split on j sends it to both children, any other
 split to the child it takes. At level k the row's *key* is the set of leaves reached so far
-plus the frontier of nodes still to expand; when the frontier empties, the set of reached
-leaves is its projected cell. The cell's value is not read from the reached leaves (their
-union is larger than the cell): the in-bag rows are dropped the same way, and the value is
-the in-bag-count-weighted mean of the targets of the in-bag rows that share the key.
+plus the frontier of nodes pushed for the next level (children are pushed before anyone
+looks whether they are leaves, so the last key with a non-empty frontier is exactly the set
+of reached leaves: the row's projected cell). The cell's value is not read from the reached
+leaves (their union is larger than the cell): the in-bag rows are dropped the same way, and
+the value is the in-bag-count-weighted mean of the targets of the in-bag rows that share the
+key.
 
-Fallback (as in the reference C++ of the ranger ``sobol-mda`` fork, ``predictProjectedTree``):
+Fallback, as in the reference C++ of the ranger ``sobol-mda`` fork (``predictProjectedTree``):
 if no in-bag row shares the row's key at some level, the row takes the deepest level whose key
-some in-bag row shares. Keys at successive levels are nested, so this is the last level before
-the first miss. With ``final_cell=True`` (our default) the full projected cell (the set of
-reached leaves) is used whenever an in-bag row shares it; the reference never looks at that
-last level and always stops at the level above, which ``final_cell=False`` reproduces.
+some in-bag row shares. Keys at successive levels are nested (a key determines the keys above
+it), so this is the last level before the first miss. Level 0 is ``{u}``, which every in-bag
+row through u shares, so a value always exists.
 
 Keys are sets of node ids hashed as sums of 64-bit node hashes (a collision needs two distinct
-node sets with equal 64-bit sums: probability about 2**-64 per pair). They are looked up in an
-open-addressing table that is reset per (tree, feature) by a generation stamp.
+node sets with equal 64-bit sums: probability about 2**-64 per pair; sets at different levels
+differ in the depth of their frontier). They are looked up in an open-addressing table that
+is reset per (tree, feature) by a generation stamp.
 """
 
 from __future__ import annotations
@@ -28,8 +30,6 @@ from numba import njit
 from harness.packed import child
 from harness.permutation_kernels import _path_pairs
 from harness.permutations import _GOLDEN, _MUL2, _mix
-
-_FINAL_SALT = np.uint64(0x2545F4914F6CDD1D)
 
 
 @njit(cache=True)
@@ -42,8 +42,7 @@ def _level_keys(left, right, feature, threshold, start, X32, row, u, j, cur, nxt
     """Keys of ``row``'s projected descent from ``u`` along ``j``.
 
     Writes the key of every level whose frontier is not empty into ``keys`` (level 0 is
-    ``{u}``) and returns ``(n_levels, final_key)``, the final key being the salted hash of
-    the set of reached leaves.
+    ``{u}``; the last one is the set of reached leaves) and returns how many there are.
     """
     cur[0] = u
     size = 1
@@ -69,7 +68,7 @@ def _level_keys(left, right, feature, threshold, start, X32, row, u, j, cur, nxt
                 n_next += 1
                 next_key += _node_hash(start + taken)
         if n_next == 0:
-            return n_levels, leaves_key + _FINAL_SALT
+            return n_levels
         keys[n_levels] = leaves_key + next_key
         n_levels += 1
         cur, nxt = nxt, cur
@@ -86,7 +85,7 @@ def _slot(table_keys, table_stamp, generation, key, mask):
 
 @njit(cache=True)
 def projected_oob_shift(left, right, feature, threshold, value, offsets, max_depth, X32,
-                        counts, targets, final_cell):
+                        counts, targets):
     """Sum over each row's OOB trees of (projected output - tree output), per feature.
 
     Parameters
@@ -94,8 +93,6 @@ def projected_oob_shift(left, right, feature, threshold, value, offsets, max_dep
     targets : ndarray (n, n_values)
         The regression target as a column, or the one-hot classes (projected class
         probabilities are count-weighted class frequencies, like the leaves' values).
-    final_cell : bool
-        Use the full projected cell when in-bag rows share it (see the module docstring).
 
     Returns
     -------
@@ -111,7 +108,7 @@ def projected_oob_shift(left, right, feature, threshold, value, offsets, max_dep
         largest = max(largest, offsets[t + 1] - offsets[t])
     cur = np.empty(largest + 2, dtype=np.int64)
     nxt = np.empty(largest + 2, dtype=np.int64)
-    keys = np.empty(max_depth + 3, dtype=np.uint64)
+    keys = np.empty(max_depth + 2, dtype=np.uint64)
     capacity = 1024
     table_keys = np.empty(capacity, dtype=np.uint64)
     table_stamp = np.zeros(capacity, dtype=np.int64)
@@ -142,7 +139,7 @@ def projected_oob_shift(left, right, feature, threshold, value, offsets, max_dep
         for j in range(p):
             if out_bucket[j + 1] == out_bucket[j]:
                 continue
-            needed = 2 * (in_bucket[j + 1] - in_bucket[j]) * (max_depth + 3)
+            needed = 2 * (in_bucket[j + 1] - in_bucket[j]) * (max_depth + 2)
             if needed > capacity:
                 while capacity < needed:
                     capacity *= 2
@@ -156,10 +153,9 @@ def projected_oob_shift(left, right, feature, threshold, value, offsets, max_dep
             for k in in_order[in_bucket[j]:in_bucket[j + 1]]:
                 row = rows_in[in_row[k]]
                 weight = np.float64(counts[row, t])
-                n_levels, final_key = _level_keys(left, right, feature, threshold, start, X32,
-                                                  row, in_node[k], j, cur, nxt, keys)
-                keys[n_levels] = final_key
-                for level in range(n_levels + (1 if final_cell else 0)):
+                n_levels = _level_keys(left, right, feature, threshold, start, X32, row,
+                                       in_node[k], j, cur, nxt, keys)
+                for level in range(n_levels):
                     at = _slot(table_keys, table_stamp, generation, keys[level], mask)
                     if table_stamp[at] != generation:
                         table_stamp[at] = generation
@@ -172,19 +168,14 @@ def projected_oob_shift(left, right, feature, threshold, value, offsets, max_dep
             for k in out_order[out_bucket[j]:out_bucket[j + 1]]:
                 a = out_row[k]
                 row = rows_out[a]
-                n_levels, final_key = _level_keys(left, right, feature, threshold, start, X32,
-                                                  row, out_node[k], j, cur, nxt, keys)
+                n_levels = _level_keys(left, right, feature, threshold, start, X32, row,
+                                       out_node[k], j, cur, nxt, keys)
                 chosen = -1
-                if final_cell:
-                    at = _slot(table_keys, table_stamp, generation, final_key, mask)
-                    if table_stamp[at] == generation:
-                        chosen = at
-                if chosen < 0:
-                    for level in range(n_levels):
-                        at = _slot(table_keys, table_stamp, generation, keys[level], mask)
-                        if table_stamp[at] != generation:
-                            break
-                        chosen = at
+                for level in range(n_levels):
+                    at = _slot(table_keys, table_stamp, generation, keys[level], mask)
+                    if table_stamp[at] != generation:
+                        break
+                    chosen = at
                 leaf = start + out_leaf[a]
                 mass = table_weight[chosen]
                 for c in range(n_values):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Any, Literal
 
 import numpy as np
+
+from harness.errors import BadInputError
 
 Task = Literal["classification", "regression"]
 Scope = Literal["global", "local"]
@@ -43,33 +47,104 @@ class TruthVector:
         return "local" if np.ndim(self.values) == 2 else "global"
 
 
+_BENARD_2022 = "Bénard, Da Veiga & Scornet 2022, Biometrika 109(4), 881-900"
+
+
 @dataclass
 class GroundTruth:
-    """What is known exactly about a dataset: the relevant set and named exact quantities."""
+    """What is known exactly about a dataset: the relevant set and named exact quantities.
+
+    ``var_y`` is ``Var(Y)`` (noise included) when the quantities are normalised by it, so that
+    reports can convert fractions of ``Var(Y)`` into squared units of Y and back.
+    """
 
     relevant: np.ndarray  # bool, shape (p,)
     quantities: dict[str, TruthVector] = field(default_factory=dict)
+    var_y: float | None = None
 
     @classmethod
-    def from_sobol(cls, relevant: np.ndarray, first: np.ndarray, total: np.ndarray
-                   ) -> GroundTruth:
-        """Truth of a regression model with exact first-order and total Sobol indices.
+    def from_sobol(
+        cls,
+        relevant: np.ndarray,
+        first: np.ndarray,
+        total: np.ndarray,
+        *,
+        var_y: float,
+        shapley: np.ndarray | None = None,
+        breiman_limit: np.ndarray | None = None,
+        ik_limit: np.ndarray | None = None,
+    ) -> GroundTruth:
+        """Truth of a regression model with exact Sobol indices and permutation-MDA limits.
 
-        Both are fractions of Var(Y) (noise included): S_j = Var(E[Y|X_j]) / Var(Y) and
-        ST_j = E[Var(m(X)|X_-j)] / Var(Y) (Sobol 1993; Bénard et al. 2022, the target of
-        Sobol-MDA).
+        Parameters
+        ----------
+        relevant : ndarray of bool, shape (p,)
+        first, total : ndarrays of shape (p,)
+            ``S_j = Var(E[Y|X_j]) / Var(Y)`` and ``ST_j = E[Var(m(X)|X_-j)] / Var(Y)``
+            (Sobol 1993; ST_j is the target of Sobol-MDA, Benard et al. 2022).
+        var_y : float
+            ``Var(Y)``, noise included (> 0).
+        shapley : ndarray of shape (p,), optional
+            Shapley effects ``Sh_j / Var(Y)`` of the game ``v(U) = Var(E[m(X)|X_U])``
+            (Owen 2014; Song, Nelson & Staum 2016); they sum to ``Var(m(X)) / Var(Y)``.
+        breiman_limit : ndarray of shape (p,), optional
+            ``E[(m(X) - m(X_pi_j))^2]`` in squared units of Y, where ``X_pi_j`` is X with
+            component j replaced by an independent copy: the limit of the Breiman-Cutler and
+            train/test MDA with squared-error loss, ``V[Y] ST_j + V[Y] ST_mg_j + MDA3_j``
+            (Benard et al. 2022, MDA decomposition). Default ``2 var_y total``, the value for
+            independent inputs (``ST_mg_j = ST_j``, ``MDA3_j = 0``) only: callers with
+            dependent inputs must pass it.
+        ik_limit : ndarray of shape (p,), optional
+            ``V[Y] ST_j + MDA3_j`` with
+            ``MDA3_j = E[(E[m(X)|X_-j] - E[m(X_pi_j)|X_-j])^2]``, the limit of the
+            Ishwaran-Kogalur MDA (same reference). Default ``var_y total``, again for
+            independent inputs only.
+
+        Returns
+        -------
+        GroundTruth
+            With quantities ``sobol_first``, ``sobol_total``, ``mda_bc_limit``,
+            ``mda_ik_limit`` and, when ``shapley`` is given, ``shapley_effect``.
         """
-        unit = "fraction of Var(Y)"
-        return cls(relevant=np.asarray(relevant, dtype=bool), quantities={
+        if not (isinstance(var_y, Real) and math.isfinite(var_y) and var_y > 0):
+            raise BadInputError(f"var_y must be a finite float > 0. Got {var_y!r} instead.")
+        total = np.asarray(total, dtype=float)
+        fraction = "fraction of Var(Y)"
+        squared = "squared units of Y"
+        quantities = {
             "sobol_first": TruthVector(
-                np.asarray(first, dtype=float), unit=unit,
+                np.asarray(first, dtype=float), unit=fraction,
                 description="First-order Sobol index Var(E[Y|X_j]) / Var(Y) (Sobol 1993)"),
             "sobol_total": TruthVector(
-                np.asarray(total, dtype=float), unit=unit,
+                total, unit=fraction,
                 description="Total Sobol index E[Var(m(X)|X_-j)] / Var(Y) (Sobol 1993; "
                             "Benard et al. 2022)",
                 compares_to=("sobol_mda",)),
-        })
+        }
+        if shapley is not None:
+            quantities["shapley_effect"] = TruthVector(
+                np.asarray(shapley, dtype=float), unit=fraction,
+                description="Shapley effect of the game v(U) = Var(E[m(X)|X_U]), divided by "
+                            "Var(Y) (Owen 2014; Song, Nelson & Staum 2016)",
+                compares_to=("shaff",))
+        quantities["mda_bc_limit"] = TruthVector(
+            2.0 * var_y * total if breiman_limit is None
+            else np.asarray(breiman_limit, dtype=float),
+            unit=squared,
+            description="E[(m(X) - m(X_pi_j))^2], X_pi_j = X with X_j replaced by an "
+                        "independent copy: V[Y] ST_j + V[Y] ST_mg_j + MDA3_j, to which the "
+                        "Breiman-Cutler and train/test MDA with squared loss converge "
+                        f"({_BENARD_2022})",
+            compares_to=("mda_bc", "mda_test"))
+        quantities["mda_ik_limit"] = TruthVector(
+            var_y * total if ik_limit is None else np.asarray(ik_limit, dtype=float),
+            unit=squared,
+            description="V[Y] ST_j + MDA3_j, MDA3_j = E[(E[m(X)|X_-j] - "
+                        "E[m(X_pi_j)|X_-j])^2], to which the Ishwaran-Kogalur MDA with squared "
+                        f"loss converges ({_BENARD_2022})",
+            compares_to=("mda_ik",))
+        return cls(relevant=np.asarray(relevant, dtype=bool), quantities=quantities,
+                   var_y=float(var_y))
 
 
 @dataclass

@@ -7,7 +7,6 @@ import numpy as np
 from harness.method import ExplainData
 from harness.oob import oob_predictions, target_matrix
 from harness.oob_method import OOBMethod
-from harness.params import Boolean, Param
 from harness.projection import projected_oob_shift
 from harness.types import Importances
 
@@ -21,11 +20,11 @@ class SobolMDA(OOBMethod):
     :mod:`harness.projection`). It converges to the total Sobol index
     ST_j = E[V(m(X) | X_{−j})] / V[Y], also for dependent inputs (Thm 1).
 
-    Deviations from the reference C++ (ranger ``sobol-mda`` fork), both stated here: the two
-    means run over I, the rows with at least one out-of-bag tree (the reference divides by n
-    and uses ranger's OOB error); σ²_Y is the sample variance (ddof=1) of all training
-    targets, as in the reference. ``final_cell=False`` reproduces the reference's projected
-    cells exactly (it stops one level above the reached leaves).
+    The projected cells and their fallback are those of the reference C++ (ranger
+    ``sobol-mda`` fork). One deviation: both means run over I, the rows with at least one
+    out-of-bag tree (the reference divides by n, leaving rows without an OOB tree at 0/0, and
+    subtracts ranger's OOB error). σ²_Y is the sample variance (ddof=1) of all training
+    targets, as in the reference.
 
     Classification (our extension; no reference exists): the class-probability vectors are
     projected (cell value = count-weighted class frequencies) and the loss is the Brier score
@@ -38,17 +37,13 @@ class SobolMDA(OOBMethod):
     scope = "global"
     family = "sobol_mda"
     summary = "Sobol-MDA: total Sobol index by projected OOB forests"
-    parameters = {
-        "final_cell": Param(True, (Boolean(),),
-                            "use the full projected cell when in-bag rows share it "
-                            "(False: the ranger reference's cells)"),
-    }
+    parameters = {}
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         inputs = self.oob_inputs(model, data)
         targets = target_matrix(inputs.forest, model, data.y)
         shift = projected_oob_shift(*inputs.kernel_forest(), inputs.X32, inputs.inbag.counts,
-                                    targets, self.params["final_cell"])
+                                    targets)
         prediction, n_oob = oob_predictions(model, data.X)
         scored = n_oob > 0
         truth, base = targets[scored], prediction[scored]

@@ -16,8 +16,8 @@ def _run(*args, cwd=None):
 
 
 @pytest.mark.parametrize("args, expected", [
-    (["-m", "nope"], "Unknown method 'nope'. Available methods: local_mdi, mdi, saabas, "
-                     "treeshap."),
+    (["-m", "nope"], "Unknown method 'nope'. Available methods: local_mdi, mda_bc, mda_ik, "
+                     "mda_test, mdi, saabas, sobol_mda, treeshap."),
     (["-d", "nope"], "Unknown dataset 'nope'. Available datasets: breast_cancer,"),
     (["-m", "treeshap[n_background=0]"], "The 'n_background' parameter of treeshap must be "
                                          "an int in [1, inf). Got 0 instead."),

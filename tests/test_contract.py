@@ -10,7 +10,8 @@ from harness import registry
 from harness.errors import InvalidParameterError, MethodSkipped, UnknownNameError
 
 TINY = {
-    "classification": ("iris", {"forest": "extra_trees", "n_estimators": 8}),
+    "classification": ("iris", {"forest": "extra_trees", "n_estimators": 8,
+                                "bootstrap": True}),
     "regression": ("linear_gaussian", {"forest": "random_forest", "n_estimators": 8,
                                        "max_depth": 5}),
 }
@@ -33,7 +34,10 @@ def test_method_contract(name, task, tiny_models):
     cls = registry.get_method_class(name)
     if cls.missing_packages():
         pytest.skip(f"{name} needs {cls.missing_packages()}")
-    X, y = ds.X[:40], ds.y[:40]
+    # the OOB methods take the training rows, mda_test the held-out ones (Method.rows)
+    rows = {None: np.arange(40), "train": model.harness_fit_["train_index"],
+            "test": model.harness_fit_["test_index"]}[cls.rows]
+    X, y = ds.X[rows], ds.y[rows]
     try:
         first = harness.explain(name, model, X, y, seed=3)
     except MethodSkipped:
@@ -41,7 +45,7 @@ def test_method_contract(name, task, tiny_models):
         return
     assert first.scope == cls.scope
     assert first.feature_names == ds.feature_names
-    expected = (ds.n_features,) if cls.scope == "global" else (40, ds.n_features)
+    expected = (ds.n_features,) if cls.scope == "global" else (len(rows), ds.n_features)
     assert first.values.shape == expected
     assert np.all(np.isfinite(first.values))
     assert first.unit and first.explains

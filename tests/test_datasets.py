@@ -23,6 +23,7 @@ CASES = {
     "diabetes": ({}, (442, 10), "regression", ["age", "sex", "bmi"]),
     "friedman1": ({}, (500, 10), "regression", ["X1", "X2"]),
     "linear_gaussian": ({}, (500, 6), "regression", ["X1", "X2"]),
+    "ishigami": ({}, (1000, 3), "regression", ["X1", "X2", "X3"]),
 }
 
 # sampled configurations: a different seed must give different rows
@@ -36,6 +37,7 @@ SAMPLED = {
     "diabetes": {"n_samples": 40},
     "friedman1": {"n_samples": 40},
     "linear_gaussian": {"n_samples": 40},
+    "ishigami": {"n_samples": 40},
 }
 
 

@@ -242,12 +242,12 @@ class _ReferenceTree:
                 else:
                     following.append(self.step(i, node))
             if not following:
-                return keys, ("final", frozenset(leaves))
+                return keys
             keys.append(frozenset(leaves) | frozenset(following))
             frontier = following
 
 
-def _reference_projected_shift(model, X, targets, final_cell: bool) -> np.ndarray:
+def _reference_projected_shift(model, X, targets) -> np.ndarray:
     """Sum over OOB trees of projected minus tree output, with Python sets as cell keys."""
     counts = inbag_of(model).counts
     X32 = X.astype(np.float32)
@@ -259,35 +259,32 @@ def _reference_projected_shift(model, X, targets, final_cell: bool) -> np.ndarra
         table = defaultdict(lambda: [0.0, 0.0])
         for i in np.flatnonzero(counts[:, t] > 0):
             for j, u in tree.first_splits(i).items():
-                keys, final = tree.levels(i, u, j)
-                for key in keys + ([final] if final_cell else []):
+                for key in tree.levels(i, u, j):
                     table[j, key][0] += counts[i, t]
                     table[j, key][1] = table[j, key][1] + counts[i, t] * targets[i]
         for i in np.flatnonzero(counts[:, t] == 0):
             for j, u in tree.first_splits(i).items():
-                keys, final = tree.levels(i, u, j)
-                cell = final if final_cell and (j, final) in table else keys[0]
-                if cell is keys[0]:
-                    for key in keys:
-                        if (j, key) not in table:
-                            break
-                        cell = key
+                keys = tree.levels(i, u, j)
+                cell = keys[0]
+                for key in keys:
+                    if (j, key) not in table:
+                        break
+                    cell = key
                 mass, total = table[j, cell]
                 shift[i, j] += total / mass - value[i]
     return shift
 
 
 @pytest.mark.parametrize("case", ["regression", "classification"])
-@pytest.mark.parametrize("final_cell", [True, False])
-def test_projected_trees_equal_the_set_based_reference(case, final_cell, request):
+def test_projected_trees_equal_the_set_based_reference(case, request):
     model, X, y = request.getfixturevalue(f"{case}_forest")
     forest = pack_forest(model)
     targets = (np.eye(3)[y] if case == "classification" else y[:, None]).astype(float)
     ours = projected_oob_shift(
         forest.left, forest.right, forest.feature, forest.threshold, forest.value,
         forest.offsets, forest.max_depth, as_float32_rows(X), inbag_of(model).counts,
-        targets, final_cell)
-    reference = _reference_projected_shift(model, X, targets, final_cell)
+        targets)
+    reference = _reference_projected_shift(model, X, targets)
     np.testing.assert_allclose(ours, reference, rtol=1e-10, atol=1e-10)
     assert np.abs(reference).max() > 0
 
@@ -300,7 +297,7 @@ def test_a_tree_projected_along_a_feature_off_the_path_keeps_the_prediction():
         shift = projected_oob_shift(
             forest.left, forest.right, forest.feature, forest.threshold, forest.value,
             forest.offsets, forest.max_depth, as_float32_rows(X), inbag_of(model).counts,
-            y[:, None], True)[:, :, 0]
+            y[:, None])[:, :, 0]
         path = model.decision_path(X.astype(np.float32))[0].toarray().astype(bool)
         tree = model.estimators_[0].tree_
         for j in range(X.shape[1]):
