@@ -55,6 +55,10 @@ MODEL_PARAMETERS: dict[str, Param] = {
         "impurity ('auto': entropy for classification, squared_error for regression)",
     ),
     "bootstrap": Param(None, (Boolean(), NoneValue()), "None: the forest's own default"),
+    "max_samples": Param(
+        None, (Interval(int, 1, None, "left"), Interval(float, 0, 1, "right"), NoneValue()),
+        "bootstrap sample size (fraction of the training rows); None: all of them",
+    ),
     "test_size": Param(0.25, (Interval(float, 0, 1, "neither"),), "held-out fraction"),
 }
 
@@ -103,6 +107,15 @@ class ModelSpec:
             raise BadInputError(
                 f"The 'criterion' parameter of {self.forest} must be one of {allowed} for "
                 f"{task}. Got {criterion!r} instead."
+            )
+        bootstrap = kwargs["bootstrap"]
+        if bootstrap is None:
+            bootstrap = self.forest == "random_forest"  # scikit-learn's defaults
+        if kwargs["max_samples"] is not None and not bootstrap:
+            raise BadInputError(
+                f"The 'max_samples' parameter of {self.forest} needs bootstrap=true (got "
+                f"max_samples={kwargs['max_samples']!r} without bootstrap); add bootstrap=true "
+                "or drop max_samples."
             )
         if kwargs["max_features"] == "all":
             kwargs["max_features"] = None

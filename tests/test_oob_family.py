@@ -306,3 +306,28 @@ def test_a_tree_projected_along_a_feature_off_the_path_keeps_the_prediction():
             oob = inbag_of(model).counts[:, 0] == 0
             if np.any(meets & oob):
                 assert np.any(shift[meets & oob, j] != 0.0)
+
+
+# ---------------------------------------------------------------- through the runner
+
+
+def test_runner_gives_oob_methods_the_training_rows_and_mda_test_the_held_out_ones(tmp_path):
+    summary = harness.compare(
+        datasets=["linear_gaussian[n_samples=120]"],
+        models=[{"forest": "random_forest", "n_estimators": 10},
+                {"forest": "extra_trees", "n_estimators": 10}],
+        methods=["mda_bc", "mda_ik", "sobol_mda", "mda_test"], out=tmp_path / "run",
+        executor="inprocess", max_explain=20, reports=False)
+    assert summary.line() == "cells: 8 total, 5 done (0 reused), 3 skipped, 0 error, 0 timeout"
+    cells = harness.load_results(tmp_path / "run", kind="cells").set_index("method")
+    forest = cells[cells["model_name"] == "random_forest"]
+    assert forest.loc[["mda_bc", "mda_ik", "sobol_mda"], "n_explained"].tolist() == [90] * 3
+    assert forest.loc["mda_test", "n_explained"] == 30
+    skipped = cells[cells["status"] == "skipped"]
+    assert set(skipped.index) == {"mda_bc", "mda_ik", "sobol_mda"}
+    assert skipped["reason"].str.contains("bootstrap=True").all()
+
+
+def test_max_samples_needs_bootstrap():
+    with pytest.raises(BadInputError, match="needs bootstrap=true"):
+        harness.fit_model("extra_trees[max_samples=0.5]", harness.load_dataset("iris"))
