@@ -29,6 +29,8 @@ from harness.packed import as_float32_rows, pack_forest
 from harness.permutation_kernels import oob_permutation_pass
 from harness.permutations import STREAM_HELD_OUT, STREAM_OOB, draw_seed, keyed_permutation
 from harness.projection import projected_oob_shift
+from harness.reports.accuracy import target_table
+from harness.results import RunResults
 
 warnings.filterwarnings("ignore", message="Some inputs do not have OOB scores")
 
@@ -326,6 +328,18 @@ def test_runner_gives_oob_methods_the_training_rows_and_mda_test_the_held_out_on
     skipped = cells[cells["status"] == "skipped"]
     assert set(skipped.index) == {"mda_bc", "mda_ik", "sobol_mda"}
     assert skipped["reason"].str.contains("bootstrap=True").all()
+
+    # the accuracy report puts each estimate next to its own target, feature by feature
+    targets = target_table(RunResults.open(tmp_path / "run"))
+    truth = harness.load_dataset("linear_gaussian", n_samples=120).truth.quantities
+    assert set(zip(targets["method_name"], targets["target"])) == {
+        ("mda_bc", "mda_bc_limit"), ("mda_test", "mda_bc_limit"), ("mda_ik", "mda_ik_limit"),
+        ("sobol_mda", "sobol_total")}
+    for (_, target, _), rows in targets.groupby(["method_name", "target", "model"]):
+        np.testing.assert_array_equal(rows["target_value"], truth[target].values)
+        key = rows["key"].iloc[0]
+        np.testing.assert_array_equal(
+            rows["estimate"], RunResults.open(tmp_path / "run").arrays(key)["values"])
 
 
 def test_max_samples_needs_bootstrap():

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+
 from harness.reports import accuracy, correlation, timing
 from harness.reports.base import rowwise_pearson, rowwise_spearman
 from harness.reports.index import build_reports, default_reports
-
 from harness.results import RunResults
 from harness.store import Store
 from harness.types import Dataset, GroundTruth, TruthVector
