@@ -29,19 +29,26 @@ class ExplainSuite:
     def setup(self, cache, method, dataset, forest):
         import harness
 
-        self.model, self.X, _ = cache[(dataset, forest)]
+        self.model, X, ds = cache[(dataset, forest)]
         cls = harness.registry.get_method_class(method)
         if cls.missing_packages():
             raise NotImplementedError(f"{method} not installed")
+        # the OOB methods take every training row, mda_test the held-out rows (Method.rows)
+        info = self.model.harness_fit_
+        rows = {"train": info["train_index"], "test": info["test_index"]}.get(cls.rows)
+        self.X, self.y = (X, ds.y[info["train_index"][: len(X)]]) if rows is None else (
+            ds.X[rows], ds.y[rows])
         self.harness = harness
-        # compile or import once, outside the timing
-        harness.explain(method, self.model, self.X[:2])
+        try:  # compile or import once, outside the timing
+            harness.explain(method, self.model, self.X, self.y)
+        except harness.MethodSkipped as skipped:
+            raise NotImplementedError(str(skipped)) from skipped
 
     def time_explain(self, cache, method, dataset, forest):
-        self.harness.explain(method, self.model, self.X)
+        self.harness.explain(method, self.model, self.X, self.y)
 
     def peakmem_explain(self, cache, method, dataset, forest):
-        self.harness.explain(method, self.model, self.X)
+        self.harness.explain(method, self.model, self.X, self.y)
 
 
 class IdentitySuite:

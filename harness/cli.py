@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness compare | list | report``.
+"""Command line: ``python -m harness compare | list | report | bench``.
 
 Bad input (unknown name, bad parameter, unreadable config) prints one line naming what is
 allowed and what was received, exits with code 2 and writes nothing.
@@ -57,6 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("list", help="methods and datasets with their parameters")
     rep = commands.add_parser("report", help="rebuild the reports of a run folder")
     rep.add_argument("out", type=Path)
+    bench = commands.add_parser("bench", help="time methods as multiples of predict")
+    bench.add_argument("--case", action="append", metavar="NAME",
+                       help="bench case (repeatable; default: all)")
+    bench.add_argument("--method", action="append", metavar="NAME",
+                       help="only these methods (repeatable)")
+    bench.add_argument("--repeat", type=int, default=3, help="timed runs, best kept (3)")
+    bench.add_argument("--out", type=Path, default=Path("runs/bench/bench.json"),
+                       help="where to write the table as JSON (runs/bench/bench.json)")
+    bench.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
@@ -149,6 +158,29 @@ def _run_list() -> int:
     return 0
 
 
+def _run_bench(args) -> int:
+    from tqdm import tqdm
+
+    from harness.bench import run_bench
+
+    if args.repeat < 1:
+        raise HarnessError(f"--repeat must be an int >= 1; got {args.repeat}.")
+    bar = tqdm(file=sys.stderr, disable=args.no_progress, bar_format="{desc} [{elapsed}]")
+    try:
+        table = run_bench(args.case, args.method, args.repeat,
+                          on_step=lambda text: bar.set_description_str(text))
+    finally:
+        bar.close()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_json(args.out, orient="records", indent=1)
+    shown = table.drop(columns=["meets_target"]).rename(columns={
+        "ratio_to_predict": "x predict", "target_ratio": "target (x)"})
+    print(shown.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    missed = table[table["meets_target"] == False]  # noqa: E712 (None = no target)
+    print(f"{len(table)} timings, {len(missed)} over target; table: {args.out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -159,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run_compare(args)
         if args.command == "list":
             return _run_list()
+        if args.command == "bench":
+            return _run_bench(args)
         for path in registry.build_reports(args.out):
             print(path)
         return 0

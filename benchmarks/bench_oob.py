@@ -1,0 +1,79 @@
+"""asv suite for the out-of-bag family on the bench cases of ``python -m harness bench``.
+
+Tracks, per commit, each method's time, its ratio to the forest's own predict on the same
+rows (timed in the same run), and on case C (Friedman #1, independent inputs, exact Sobol
+indices) its largest distance to its own theoretical target.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .common import profile
+
+CASES = ["C", "benard2022"]
+METHODS = ["mda_test", "mda_bc", "mda_ik", "sobol_mda"]
+
+
+def _fitted_cases() -> dict:
+    from harness.bench import CASES as BENCH_CASES
+
+    trees = 300 if profile()["n_estimators"] >= 300 else 50
+    fitted = {}
+    for name in CASES:
+        case = BENCH_CASES[name]
+        X, y = case.data()
+        fitted[name] = (case.forest().set_params(n_estimators=trees).fit(X, y), X, y)
+    return fitted
+
+
+def _best(call, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+class OOBSuite:
+    params = (METHODS, CASES)
+    param_names = ["method", "case"]
+    timeout = 600
+
+    def setup_cache(self):
+        return _fitted_cases()
+
+    def setup(self, cache, method, case):
+        import harness
+        from harness.forest import predict_output
+
+        self.model, self.X, self.y = cache[case]
+        self.explain = harness.explain
+        self.predict = predict_output
+        self.explain(method, self.model, self.X, self.y)  # compile outside the timing
+
+    def time_explain(self, cache, method, case):
+        self.explain(method, self.model, self.X, self.y)
+
+    def track_ratio_to_predict(self, cache, method, case):
+        method_time = _best(lambda: self.explain(method, self.model, self.X, self.y))
+        return method_time / _best(lambda: self.predict(self.model, self.X))
+
+    track_ratio_to_predict.unit = "x predict"
+
+    def track_max_error_to_target(self, cache, method, case):
+        import harness
+
+        if case != "C":
+            return float("nan")
+        truth = harness.load_dataset("friedman1", n_samples=10, noise=0.0).truth
+        estimate = self.explain(method, self.model, self.X, self.y, seed=0).values
+        for vector in truth.quantities.values():
+            if method in vector.compares_to:
+                return float(np.abs(estimate - vector.values).max())
+        return float("nan")
+
+    track_max_error_to_target.unit = "target units"
