@@ -12,6 +12,7 @@ DEFAULT_GRID = {
     "methods": [
         "mdi", "mdi[normalize=true]", "local_mdi", "saabas",
         "treeshap", "treeshap[perturbation=interventional,n_background=50]",
+        "mda_test", "mda_bc", "mda_ik", "sobol_mda",
     ],
     "seeds": [0],
     "max_explain": 200,
