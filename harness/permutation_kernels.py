@@ -31,7 +31,7 @@ def _reroute(left, right, feature, threshold, start, X32, row, node, j, x_j):
 
 
 @njit(cache=True)
-def _path_pairs(left, right, feature, threshold, start, X32, rows, n_features, max_pairs):
+def path_pairs(left, right, feature, threshold, start, X32, rows, n_features, max_pairs):
     """Walk ``rows``; return their leaves and the (row position, feature, first node) pairs.
 
     Pairs are bucketed by feature (counting sort): pairs of feature j are
@@ -101,7 +101,7 @@ def oob_permutation_pass(left, right, feature, threshold, value, offsets, max_de
         if m == 0:
             continue
         rows = rows_buffer[:m]
-        leaves, pair_row, pair_node, order, bucket = _path_pairs(
+        leaves, pair_row, pair_node, order, bucket = path_pairs(
             left, right, feature, threshold, start, X32, rows, p, m * (max_depth + 1))
         for j in range(p):
             if bucket[j + 1] == bucket[j]:
@@ -146,7 +146,7 @@ def held_out_permutation_pass(left, right, feature, threshold, value, offsets, m
     rows = np.arange(n)
     for t in range(n_trees):
         start = offsets[t]
-        leaves, pair_row, pair_node, order, bucket = _path_pairs(
+        leaves, pair_row, pair_node, order, bucket = path_pairs(
             left, right, feature, threshold, start, X32, rows, p, n * (max_depth + 1))
         for j in range(p):
             for k in order[bucket[j]:bucket[j + 1]]:

@@ -17,25 +17,25 @@ from numba import njit
 STREAM_OOB = 1  # keys (tree, feature)
 STREAM_HELD_OUT = 2  # keys (repeat, feature)
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MUL1 = np.uint64(0xBF58476D1CE4E5B9)
-_MUL2 = np.uint64(0x94D049BB133111EB)
+GOLDEN64 = np.uint64(0x9E3779B97F4A7C15)
+MUL64_A = np.uint64(0xBF58476D1CE4E5B9)
+MUL64_B = np.uint64(0x94D049BB133111EB)
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2**-53
 
 
 @njit(cache=True)
-def _mix(z):
-    z = (z ^ (z >> np.uint64(30))) * _MUL1
-    z = (z ^ (z >> np.uint64(27))) * _MUL2
+def mix64(z):
+    z = (z ^ (z >> np.uint64(30))) * MUL64_A
+    z = (z ^ (z >> np.uint64(27))) * MUL64_B
     return z ^ (z >> np.uint64(31))
 
 
 @njit(cache=True)
 def _stream_state(seed, stream, a, b):
-    state = _mix(np.uint64(seed) + _GOLDEN)
-    state = _mix(state ^ (np.uint64(stream) * _GOLDEN))
-    state = _mix(state ^ (np.uint64(a) + _MUL1))
-    return _mix(state ^ (np.uint64(b) + _MUL2))
+    state = mix64(np.uint64(seed) + GOLDEN64)
+    state = mix64(state ^ (np.uint64(stream) * GOLDEN64))
+    state = mix64(state ^ (np.uint64(a) + MUL64_A))
+    return mix64(state ^ (np.uint64(b) + MUL64_B))
 
 
 @njit(cache=True)
@@ -46,8 +46,8 @@ def fill_keyed_permutation(seed, stream, a, b, out):
         out[k] = k
     state = _stream_state(seed, stream, a, b)
     for k in range(n - 1, 0, -1):
-        state = state + _GOLDEN
-        draw = np.float64(_mix(state) >> np.uint64(11)) * _TO_UNIT
+        state = state + GOLDEN64
+        draw = np.float64(mix64(state) >> np.uint64(11)) * _TO_UNIT
         pick = int(draw * (k + 1))
         out[k], out[pick] = out[pick], out[k]
 

@@ -28,13 +28,13 @@ import numpy as np
 from numba import njit
 
 from harness.packed import child
-from harness.permutation_kernels import _path_pairs
-from harness.permutations import _GOLDEN, _MUL2, _mix
+from harness.permutation_kernels import path_pairs
+from harness.permutations import GOLDEN64, MUL64_B, mix64
 
 
 @njit(cache=True)
 def _node_hash(node):
-    return _mix(np.uint64(node) * _GOLDEN + _MUL2)
+    return mix64(np.uint64(node) * GOLDEN64 + MUL64_B)
 
 
 @njit(cache=True)
@@ -132,9 +132,9 @@ def projected_oob_shift(left, right, feature, threshold, value, offsets, max_dep
             continue
         rows_in, rows_out = in_rows[:n_in], out_rows[:n_out]
         span = max_depth + 1
-        _, in_row, in_node, in_order, in_bucket = _path_pairs(
+        _, in_row, in_node, in_order, in_bucket = path_pairs(
             left, right, feature, threshold, start, X32, rows_in, p, n_in * span)
-        out_leaf, out_row, out_node, out_order, out_bucket = _path_pairs(
+        out_leaf, out_row, out_node, out_order, out_bucket = path_pairs(
             left, right, feature, threshold, start, X32, rows_out, p, n_out * span)
         for j in range(p):
             if out_bucket[j + 1] == out_bucket[j]:
