@@ -345,3 +345,25 @@ def test_runner_gives_oob_methods_the_training_rows_and_mda_test_the_held_out_on
 def test_max_samples_needs_bootstrap():
     with pytest.raises(BadInputError, match="needs bootstrap=true"):
         harness.fit_model("extra_trees[max_samples=0.5]", harness.load_dataset("iris"))
+
+
+def test_binary_classification_extension_equals_the_regression_estimators():
+    """With two classes, Σ_k (1[y=k] − p_k)² = 2 (y − p_1)² and Σ_k Var(1[Y=k]) = 2 Var(Y);
+    a Gini classifier and a squared-error regressor on the 0/1 target grow the same trees
+    from the same seed. So the Brier-based classification Sobol-MDA must equal the regression
+    Sobol-MDA, and Brier MDAs must be twice the squared-error ones."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(300, 4))
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.standard_normal(300) > 0.8).astype(int)
+    params = {"n_estimators": 30, "max_features": 2, "min_samples_leaf": 3, "random_state": 0}
+    classifier = RandomForestClassifier(criterion="gini", **params).fit(X, y)
+    regressor = RandomForestRegressor(**params).fit(X, y.astype(float))
+    assert [e.tree_.node_count for e in classifier.estimators_] == [
+        e.tree_.node_count for e in regressor.estimators_]
+    np.testing.assert_allclose(harness.explain("sobol_mda", classifier, X, y).values,
+                               harness.explain("sobol_mda", regressor, X, y * 1.0).values,
+                               rtol=1e-10, atol=1e-12)
+    for name in ("mda_bc", "mda_ik", "mda_test"):
+        brier = harness.explain(name, classifier, X, y, seed=1, loss="brier").values
+        squared = harness.explain(name, regressor, X, y * 1.0, seed=1).values
+        np.testing.assert_allclose(brier, 2 * squared, rtol=1e-10, atol=1e-12, err_msg=name)
