@@ -193,7 +193,7 @@ def _target_scatter(table: pd.DataFrame, out_dir: Path) -> list[Path]:
         data = table[table["method_name"] == method]
         sns.scatterplot(data=data, x="target_value", y="estimate", hue="dataset", style="model",
                         hue_order=datasets, style_order=models, ax=ax, s=22,
-                        legend=ax is axes.ravel()[0])
+                        legend=ax is axes[0, -1])
         low = float(min(data["target_value"].min(), data["estimate"].min(), 0.0))
         high = float(max(data["target_value"].max(), data["estimate"].max()))
         ax.plot([low, high], [low, high], color="0.5", linewidth=0.8, linestyle="--")
@@ -202,9 +202,9 @@ def _target_scatter(table: pd.DataFrame, out_dir: Path) -> list[Path]:
         ax.set_ylabel(f"estimate ({data['unit'].iloc[0]})", fontsize=8)
     for ax in axes.ravel()[len(methods):]:
         ax.set_visible(False)
-    first = axes.ravel()[0]
-    if first.get_legend() is not None:
-        sns.move_legend(first, "upper left", bbox_to_anchor=(0, -0.25), fontsize=7,
+    corner = axes[0, -1]
+    if corner.get_legend() is not None:
+        sns.move_legend(corner, "upper left", bbox_to_anchor=(1.02, 1), fontsize=7,
                         frameon=False)
     return [save_figure(figure, out_dir / "accuracy_targets.png")]
 
