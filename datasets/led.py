@@ -11,7 +11,7 @@ from harness.dataset import DatasetSource
 from harness.errors import InvalidParameterError
 from harness.oracle import DiscreteDistribution
 from harness.params import Interval, NoneValue, Param
-from harness.types import Dataset, GroundTruth, TruthVector
+from harness.types import Dataset, GroundTruth, TruthVector, sage_population_truth
 
 SEGMENTS = ("top", "upper-left", "upper-right", "middle", "lower-left", "lower-right", "bottom")
 
@@ -148,6 +148,7 @@ class LED(DatasetSource):
                     "(2013), Thm 1, Eq. 2",
                     compares_to=("mdi",),
                 ),
+                "sage_population": sage_population_truth(thm1),
                 "thm2_local": TruthVector(
                     local,
                     unit="bits",

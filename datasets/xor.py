@@ -9,7 +9,7 @@ import numpy as np
 from harness.dataset import DatasetSource
 from harness.oracle import DiscreteDistribution
 from harness.params import Interval, NoneValue, Param
-from harness.types import Dataset, GroundTruth, TruthVector
+from harness.types import Dataset, GroundTruth, TruthVector, sage_population_truth
 
 
 def xor_population(eps: float):
@@ -61,11 +61,13 @@ class XOR(DatasetSource):
             x3 = np.where(rng.random(n) < eps, 1 - y, y)
             X = np.column_stack([bits, x3])
         population = DiscreteDistribution(X_pop, y_pop, prob)
+        thm1 = population.thm1()
         truth = GroundTruth(
             relevant=np.ones(3, dtype=bool),
             quantities={
+                "sage_population": sage_population_truth(thm1),
                 "thm1": TruthVector(
-                    population.thm1(),
+                    thm1,
                     unit="bits",
                     description="Asymptotic MDI of totally randomized trees, Louppe et al. "
                     "(2013), Thm 1, Eq. 2",

@@ -87,7 +87,7 @@ def check_rows(model, X, y=None) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def explain(
-    method: str | Method, model, X, y=None, seed: int = 0, **params: Any
+    method: str | Method, model, X, y=None, seed: int = 0, sample_weight=None, **params: Any
 ) -> Importances:
     """Explain a fitted scikit-learn RandomForest/ExtraTrees with one importance method.
 
@@ -103,6 +103,9 @@ def explain(
         Targets of those rows, for methods that need them.
     seed : int
         All randomness of the method comes from ``np.random.default_rng(seed)``.
+    sample_weight : array-like of shape (n,), optional
+        Probabilities of the rows when they are the support of an explicit distribution
+        (the SAGE methods then draw rows with these probabilities).
     **params
         Method parameters, validated against its declaration.
 
@@ -118,12 +121,18 @@ def explain(
     if missing:
         raise NotInstalledError(
             f"{instance.name} needs {', '.join(missing)}; install it with "
-            f"pip install {' '.join(missing)}."
+            f"{instance.install_hint()}."
         )
     array, target = check_rows(model, X, y)
+    weight = None
+    if sample_weight is not None:
+        weight = np.asarray(sample_weight, dtype=float)
+        if weight.shape != (array.shape[0],) or np.any(weight < 0) or weight.sum() <= 0:
+            raise BadInputError(f"sample_weight must be {array.shape[0]} non-negative numbers "
+                                f"with a positive sum; got shape {weight.shape}.")
     data = ExplainData(
         X=array, y=target, feature_names=_feature_names(model, X, array.shape[1]),
-        task="classification" if is_classifier(model) else "regression",
+        task="classification" if is_classifier(model) else "regression", sample_weight=weight,
     )
     reason = instance.skip(model, data)
     if reason:

@@ -173,11 +173,16 @@ def _run_bench(args) -> int:
         bar.close()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     table.to_json(args.out, orient="records", indent=1)
-    shown = table.drop(columns=["meets_target"]).rename(columns={
-        "ratio_to_predict": "x predict", "target_ratio": "target (x)"})
+    if table.empty:
+        print("no timings: no method of these cases matches --method")
+        return 0
+    shown = table.rename(columns={
+        "ratio_to_predict": "x predict", "target_ratio": "max x", "speedup": "speed-up",
+        "target_speedup": "min speed-up", "max_diff_in_std": "max|diff|/std",
+        "meets_target": "meets"}).dropna(axis=1, how="all")
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     missed = table[table["meets_target"] == False]  # noqa: E712 (None = no target)
-    print(f"{len(table)} timings, {len(missed)} over target; table: {args.out}")
+    print(f"{len(table)} timings, {len(missed)} miss their target; table: {args.out}")
     return 0
 
 

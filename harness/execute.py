@@ -33,7 +33,7 @@ def run_one(cell: Cell, inputs: CellInput) -> dict[str, Any]:
     missing = method.missing_packages()
     if missing:
         return {"status": "not_installed",
-                "reason": f"needs {', '.join(missing)} (pip install {' '.join(missing)})"}
+                "reason": f"needs {', '.join(missing)} ({method.install_hint()})"}
     try:
         reason = method.skip(inputs.model, inputs.data)
         if reason:

@@ -32,6 +32,7 @@ class ExplainData:
     y: np.ndarray | None
     feature_names: list[str]
     task: Task
+    sample_weight: np.ndarray | None = None  # probabilities of an explicit distribution
 
 
 class Method:
@@ -49,6 +50,8 @@ class Method:
     rows: ClassVar[str | None] = None
     parameters: ClassVar[dict[str, Param]] = {}
     summary: ClassVar[str] = ""
+    #: pip names of ``requires`` entries whose import name differs (sage: sage-importance)
+    distributions: ClassVar[dict[str, str]] = {}
 
     def __init__(self, **params: Any) -> None:
         self.params = validate_params(self.name, self.parameters, params)
@@ -63,6 +66,12 @@ class Method:
     def missing_packages(cls) -> list[str]:
         """Optional packages this method needs that cannot be imported here."""
         return [pkg for pkg in cls.requires if importlib.util.find_spec(pkg) is None]
+
+    @classmethod
+    def install_hint(cls) -> str:
+        """``pip install ...`` for the missing optional packages."""
+        names = [cls.distributions.get(pkg, pkg) for pkg in cls.missing_packages()]
+        return f"pip install {' '.join(names)}"
 
     @classmethod
     def prepare(cls) -> None:

@@ -30,6 +30,7 @@ class PackedForest:
     feature: np.ndarray
     threshold: np.ndarray
     value: np.ndarray
+    cover: np.ndarray  # weighted number of training samples reaching each node
     offsets: np.ndarray
     max_depth: int
     n_features: int
@@ -66,6 +67,7 @@ def pack_forest(model) -> PackedForest:
         feature=np.concatenate([tree.feature for tree in trees]).astype(np.int64),
         threshold=np.concatenate([tree.threshold for tree in trees]).astype(np.float64),
         value=np.ascontiguousarray(np.concatenate([tree.value for tree in trees])),
+        cover=np.concatenate([tree.weighted_n for tree in trees]).astype(np.float64),
         offsets=np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
         max_depth=max(int(est.tree_.max_depth) for est in model.estimators_),
         n_features=int(model.n_features_in_),

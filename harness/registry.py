@@ -27,6 +27,8 @@ BUILTIN_METHODS: dict[str, str] = {
     "mda_bc": "harness.methods.mda_bc:MDABreimanCutler",
     "mda_ik": "harness.methods.mda_ik:MDAIshwaranKogalur",
     "sobol_mda": "harness.methods.sobol_mda:SobolMDA",
+    "sage": "harness.methods.sage:SAGE",
+    "tree_sage": "harness.methods.tree_sage:TreeSAGE",
 }
 
 BUILTIN_DATASETS: dict[str, str] = {

@@ -215,8 +215,10 @@ def _prepare(todo: list[Cell], store: Store, record, notify) -> list[tuple[Cell,
                 pass
         for cell in group:
             rows = _explain_rows(model, dataset, cell)
+            weight = None if dataset.sample_weight is None else dataset.sample_weight[rows]
             data = ExplainData(X=dataset.X[rows], y=dataset.y[rows],
-                               feature_names=dataset.feature_names, task=dataset.task)
+                               feature_names=dataset.feature_names, task=dataset.task,
+                               sample_weight=weight)
             tasks.append((cell, CellInput(model=model, data=data, sample_index=rows)))
     return tasks
 

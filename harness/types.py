@@ -50,6 +50,20 @@ class TruthVector:
 _BENARD_2022 = "Bénard, Da Veiga & Scornet 2022, Biometrika 109(4), 881-900"
 
 
+def sage_population_truth(thm1_bits: np.ndarray) -> TruthVector:
+    """Population SAGE values with cross-entropy loss, in nats, from Thm 1 in bits.
+
+    With the conditional imputation and the Bayes model, v(S) = −H(Y | X_S) + const, whose
+    Shapley values are those of I(Y; X_S): Louppe et al. (2013) Thm 1 (Sutera et al. 2021,
+    Sec. 5; Covert, Lundberg, Lee 2020). sage's cross-entropy is in nats: bits × ln 2.
+    """
+    return TruthVector(
+        np.asarray(thm1_bits, dtype=float) * math.log(2), unit="nats",
+        description="Population SAGE value with cross-entropy loss = Louppe et al. (2013) "
+                    "Thm 1 x ln 2 (Sutera et al. 2021, Sec. 5)",
+        compares_to=("sage", "tree_sage"))
+
+
 @dataclass
 class GroundTruth:
     """What is known exactly about a dataset: the relevant set and named exact quantities.

@@ -17,7 +17,7 @@ def _run(*args, cwd=None):
 
 @pytest.mark.parametrize("args, expected", [
     (["-m", "nope"], "Unknown method 'nope'. Available methods: local_mdi, mda_bc, mda_ik, "
-                     "mda_test, mdi, saabas, sobol_mda, treeshap."),
+                     "mda_test, mdi, saabas, sage, sobol_mda, tree_sage, treeshap."),
     (["-d", "nope"], "Unknown dataset 'nope'. Available datasets: breast_cancer,"),
     (["-m", "treeshap[n_background=0]"], "The 'n_background' parameter of treeshap must be "
                                          "an int in [1, inf). Got 0 instead."),

@@ -1,0 +1,51 @@
+"""SAGE through the sage-importance package (Covert, Lundberg, Lee 2020)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.method import ExplainData
+from harness.sage_method import SAGE_LOSSES, SAGE_PARAMETERS, SAGE_UNITS, SageMethod
+from harness.types import Importances
+
+
+class SAGE(SageMethod):
+    """sage's ``MarginalImputer`` (``n_background`` rows drawn with the seed) and
+    ``PermutationEstimator`` (its convergence rule, ``thresh``, capped at
+    ``max_permutations`` samples), on the model's ``predict_proba`` / ``predict``.
+
+    Rows with sample weights (explicit finite distributions) are given to sage as a weighted
+    resample, since sage samples rows uniformly. ``std`` is sage's standard error.
+    """
+
+    name = "sage"
+    requires = ("sage",)
+    distributions = {"sage": "sage-importance"}
+    summary = "SAGE (sage-importance): marginal imputer, permutation estimator"
+    parameters = SAGE_PARAMETERS
+
+    def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
+        import sage
+
+        loss = self.loss_name(data.task)
+        background = self.background(data, rng)
+        X, targets = data.X, self.targets(model, data)
+        if data.sample_weight is not None:
+            weights = np.asarray(data.sample_weight, dtype=float)
+            rows = rng.choice(len(X), size=max(1000, len(X)), p=weights / weights.sum())
+            X, targets = X[rows], targets[rows]
+        imputer = sage.MarginalImputer(model, background)
+        estimator = sage.PermutationEstimator(imputer, SAGE_LOSSES[loss], n_jobs=1,
+                                              random_state=int(rng.integers(2**31 - 1)))
+        explanation = estimator(X, targets, batch_size=self.params["batch_size"],
+                                thresh=self.params["thresh"],
+                                n_permutations=self.params["max_permutations"],
+                                detect_convergence=True, verbose=False, bar=False)
+        return Importances(
+            values=np.asarray(explanation.values, dtype=float), scope="global",
+            feature_names=data.feature_names, unit=SAGE_UNITS[loss],
+            explains="loss reduction (SAGE, marginal imputation)",
+            std=np.asarray(explanation.std, dtype=float),
+            extra={"std_of": "mean over sampled (row, permutation) pairs",
+                   "n_background": len(background)},
+        )
