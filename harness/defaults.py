@@ -13,6 +13,9 @@ DEFAULT_GRID = {
         "mdi", "mdi[normalize=true]", "local_mdi", "saabas",
         "treeshap", "treeshap[perturbation=interventional,n_background=50]",
         "mda_test", "mda_bc", "mda_ik", "sobol_mda",
+        # SAGE at a looser threshold and a small background, to stay within the budget
+        "sage[n_background=16,thresh=0.05]", "tree_sage[thresh=0.05]",
+        "tree_sage[imputation=marginal,n_background=16,thresh=0.05]",
     ],
     "seeds": [0],
     "max_explain": 200,
