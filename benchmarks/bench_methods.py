@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import fitted_forests
+from .common import fitted_forests, method_params
 
 DATASETS = ["led", "breast_cancer", "diabetes"]
 FORESTS = ["extra_trees", "random_forest"]
@@ -39,16 +39,17 @@ class ExplainSuite:
         self.X, self.y = (X, ds.y[info["train_index"][: len(X)]]) if rows is None else (
             ds.X[rows], ds.y[rows])
         self.harness = harness
+        self.method = harness.registry.make_method(method, **method_params(method))
         try:  # compile or import once, outside the timing
-            harness.explain(method, self.model, self.X, self.y)
+            harness.explain(self.method, self.model, self.X, self.y)
         except harness.MethodSkipped as skipped:
             raise NotImplementedError(str(skipped)) from skipped
 
     def time_explain(self, cache, method, dataset, forest):
-        self.harness.explain(method, self.model, self.X, self.y)
+        self.harness.explain(self.method, self.model, self.X, self.y)
 
     def peakmem_explain(self, cache, method, dataset, forest):
-        self.harness.explain(method, self.model, self.X, self.y)
+        self.harness.explain(self.method, self.model, self.X, self.y)
 
 
 class IdentitySuite:
