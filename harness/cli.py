@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--method", action="append", metavar="NAME",
                        help="only these methods (repeatable)")
     bench.add_argument("--repeat", type=int, default=3, help="timed runs, best kept (3)")
+    bench.add_argument("--threads", type=int, default=None,
+                       help="threads of the compiled kernels (default: all cores)")
     bench.add_argument("--out", type=Path, default=Path("runs/bench/bench.json"),
                        help="where to write the table as JSON (runs/bench/bench.json)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -165,6 +167,13 @@ def _run_bench(args) -> int:
 
     if args.repeat < 1:
         raise HarnessError(f"--repeat must be an int >= 1; got {args.repeat}.")
+    if args.threads is not None:
+        import numba
+
+        if not 1 <= args.threads <= numba.config.NUMBA_NUM_THREADS:
+            raise HarnessError(f"--threads must be in [1, {numba.config.NUMBA_NUM_THREADS}]; "
+                               f"got {args.threads}.")
+        numba.set_num_threads(args.threads)
     bar = tqdm(file=sys.stderr, disable=args.no_progress, bar_format="{desc} [{elapsed}]")
     try:
         table = run_bench(args.case, args.method, args.repeat,
