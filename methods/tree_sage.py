@@ -8,7 +8,13 @@ from harness.method import ExplainData
 from harness.packed import as_float32_rows, pack_forest
 from harness.params import Boolean, Options, Param
 from harness.sage_estimator import cross_entropy, estimate_sage, squared_error
-from harness.sage_kernels import cover_fractions, marginal_curves, path_dependent_curves
+from harness.sage_kernels import (
+    cover_fractions,
+    marginal_curves,
+    path_dependent_curves,
+    singleton_tables,
+    subtree_masks,
+)
 from harness.sage_method import SAGE_PARAMETERS, SAGE_UNITS, SageMethod
 from harness.types import Importances
 
@@ -44,8 +50,11 @@ class TreeSAGE(SageMethod):
         marginal = self.params["imputation"] == "marginal"
         background = as_float32_rows(self.background(data, rng)) if marginal else None
         classifier = data.task == "classification"
-        fraction = None if marginal else cover_fractions(forest.left, forest.right,
-                                                          forest.cover, forest.offsets)
+        if not marginal:
+            fraction = cover_fractions(forest.left, forest.right, forest.cover, forest.offsets)
+            tables = singleton_tables(*arrays, fraction, forest.offsets, data.X.shape[1])
+            masks = subtree_masks(forest.left, forest.right, forest.feature, forest.offsets,
+                                  data.X.shape[1])
 
         def curves(rows: np.ndarray, perms: np.ndarray) -> np.ndarray:
             columns = targets[rows].astype(np.int64) if classifier else np.zeros(
@@ -54,7 +63,7 @@ class TreeSAGE(SageMethod):
                 return marginal_curves(*arrays, forest.offsets, forest.max_depth, X32,
                                        background, rows, perms, columns)
             return path_dependent_curves(*arrays, fraction, forest.offsets, forest.max_depth,
-                                         X32, rows, perms, columns)
+                                         X32, rows, perms, columns, tables, masks)
 
         estimate = estimate_sage(
             curves, cross_entropy if loss_name == "cross_entropy" else squared_error,

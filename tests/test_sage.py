@@ -12,7 +12,13 @@ import harness
 from harness.errors import MethodSkipped
 from harness.packed import as_float32_rows, pack_forest
 from harness.sage_estimator import estimate_sage
-from harness.sage_kernels import cover_fractions, marginal_curves, path_dependent_curves
+from harness.sage_kernels import (
+    cover_fractions,
+    marginal_curves,
+    path_dependent_curves,
+    singleton_tables,
+    subtree_masks,
+)
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +67,11 @@ def test_path_dependent_curves_equal_explicit_recursion(task, forests):
     forest, rows, perms, columns = _kernel_inputs(model, X, 6, 1)
     X32 = as_float32_rows(X)
     fraction = cover_fractions(forest.left, forest.right, forest.cover, forest.offsets)
-    ours = path_dependent_curves(forest.left, forest.right, forest.feature, forest.threshold,
-                                 forest.value, fraction, forest.offsets, forest.max_depth,
-                                 X32, rows, perms, columns)
+    arrays = (forest.left, forest.right, forest.feature, forest.threshold, forest.value)
+    tables = singleton_tables(*arrays, fraction, forest.offsets, X.shape[1])
+    masks = subtree_masks(forest.left, forest.right, forest.feature, forest.offsets, X.shape[1])
+    ours = path_dependent_curves(*arrays, fraction, forest.offsets, forest.max_depth, X32,
+                                 rows, perms, columns, tables, masks)
     for q in range(len(rows)):
         for k in range(X.shape[1] + 1):
             coalition = set(perms[q, :k].tolist())
