@@ -87,7 +87,8 @@ def check_rows(model, X, y=None) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def explain(
-    method: str | Method, model, X, y=None, seed: int = 0, sample_weight=None, **params: Any
+    method: str | Method, model, X, y=None, seed: int = 0, sample_weight=None,
+    progress: bool = False, **params: Any
 ) -> Importances:
     """Explain a fitted scikit-learn RandomForest/ExtraTrees with one importance method.
 
@@ -106,6 +107,8 @@ def explain(
     sample_weight : array-like of shape (n,), optional
         Probabilities of the rows when they are the support of an explicit distribution
         (the SAGE methods then draw rows with these probabilities).
+    progress : bool
+        Show a progress bar (on stderr) for methods that sample until convergence.
     **params
         Method parameters, validated against its declaration.
 
@@ -138,4 +141,13 @@ def explain(
     if reason:
         raise MethodSkipped(reason)
     instance.prepare()
-    return instance.explain(model, data, np.random.default_rng(seed))
+    if not progress:
+        return instance.explain(model, data, np.random.default_rng(seed))
+    from tqdm.auto import tqdm
+
+    with tqdm(total=100, desc=repr(instance), unit="%") as bar:
+        def advance(fraction: float) -> None:
+            bar.update(max(0, round(100 * min(fraction, 1.0)) - bar.n))
+
+        data.progress = advance
+        return instance.explain(model, data, np.random.default_rng(seed))

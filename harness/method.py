@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -33,6 +34,8 @@ class ExplainData:
     feature_names: list[str]
     task: Task
     sample_weight: np.ndarray | None = None  # probabilities of an explicit distribution
+    #: Optional callback that sampling methods call with their estimated progress in [0, 1].
+    progress: Callable[[float], None] | None = None
 
 
 class Method:

@@ -61,6 +61,18 @@ class SageMethod(Method):
             return class_codes(model, np.asarray(data.y))
         return np.asarray(data.y, dtype=np.float64)
 
+    def _reporter(self, progress):
+        """on_batch callback turning (samples, convergence ratio) into a fraction done: the
+        ratio falls like 1/sqrt(samples), so sage's estimate (ratio / thresh)^2 of the
+        samples still needed gives the fraction; the cap on samples bounds it too."""
+        thresh, cap = self.params["thresh"], self.params["max_permutations"]
+
+        def report(samples: int, ratio: float) -> None:
+            needed = samples * max(ratio / thresh, 1.0) ** 2
+            progress(max(samples / min(needed, cap), samples / cap))
+
+        return report
+
     def background(self, data: ExplainData, rng: np.random.Generator) -> np.ndarray:
         """``n_background`` rows of the explained rows, drawn without replacement (the first
         draw from the cell's generator, so both SAGE methods get the same background)."""

@@ -40,7 +40,8 @@ class SAGE(SageMethod):
         explanation = estimator(X, targets, batch_size=self.params["batch_size"],
                                 thresh=self.params["thresh"],
                                 n_permutations=self.params["max_permutations"],
-                                detect_convergence=True, verbose=False, bar=False)
+                                detect_convergence=True, verbose=False,
+                                bar=data.progress is not None)  # sage's own bar
         return Importances(
             values=np.asarray(explanation.values, dtype=float), scope="global",
             feature_names=data.feature_names, unit=SAGE_UNITS[loss],

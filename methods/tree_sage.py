@@ -70,7 +70,8 @@ class TreeSAGE(SageMethod):
             targets.astype(np.float64), data.X.shape[1], rng,
             thresh=self.params["thresh"], batch_size=self.params["batch_size"],
             max_permutations=self.params["max_permutations"],
-            antithetic=self.params["antithetic"], row_weights=data.sample_weight)
+            antithetic=self.params["antithetic"], row_weights=data.sample_weight,
+            on_batch=None if data.progress is None else self._reporter(data.progress))
         return Importances(
             values=estimate.values, scope="global", feature_names=data.feature_names,
             unit=SAGE_UNITS[loss_name],

@@ -178,3 +178,16 @@ def test_loss_must_fit_the_task(forests):
     model, X, y = forests["regression"]
     with pytest.raises(MethodSkipped, match="loss=cross_entropy needs class probabilities"):
         harness.explain("tree_sage", model, X, y, loss="cross_entropy")
+
+
+def test_progress_reaches_one_when_sampling_stops(forests):
+    from harness.method import ExplainData
+
+    model, X, y = forests["regression"]
+    seen: list[float] = []
+    data = ExplainData(X=X, y=y, feature_names=[f"x{j}" for j in range(X.shape[1])],
+                       task="regression", progress=seen.append)
+    method = harness.registry.make_method("tree_sage", batch_size=64, max_permutations=640)
+    imp = method.explain(model, data, np.random.default_rng(0))
+    assert seen and all(0 <= value <= 1 for value in seen) and seen[-1] == 1.0
+    assert len(seen) == -(-imp.extra["n_samples"] // 64)
