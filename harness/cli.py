@@ -16,7 +16,22 @@ from harness.errors import HarnessError
 
 EXIT_BAD_INPUT = 2
 CONFIG_KEYS = ("datasets", "models", "methods", "seeds", "out", "jobs", "timeout", "executor",
-               "explain_on", "max_explain", "force")
+               "explain_on", "max_explain", "force", "max_memory", "scheduler")
+MEMORY_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def memory_size(text: str) -> int:
+    """Bytes from '512M', '2G', '1.5G' or a plain number of bytes (argparse type)."""
+    value = str(text).strip().upper().removesuffix("B").removesuffix("I")
+    unit = value[-1:] if value[-1:] in MEMORY_UNITS else ""
+    try:
+        number = float(value[: len(value) - len(unit)])
+    except ValueError:
+        number = -1.0
+    if not number > 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 512M, 2G or a number of bytes; got {text!r}")
+    return int(number * MEMORY_UNITS[unit])
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,8 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--out", help="run folder (default: runs/compare)")
     cmp.add_argument("--jobs", type=int, help="cells run in parallel (default: number of CPUs)")
     cmp.add_argument("--timeout", type=float, help="hard per-cell timeout, seconds (600)")
-    cmp.add_argument("--executor", choices=("process", "inprocess"),
-                     help="process (default: isolated, with timeouts) or inprocess (debug)")
+    cmp.add_argument("--executor", choices=("process", "inprocess", "dask"),
+                     help="process (default: isolated, with timeouts), inprocess (debug) or "
+                          "dask (a dask.distributed cluster; pip install 'dask[distributed]')")
+    cmp.add_argument("--scheduler", metavar="ADDRESS",
+                     help="with --executor dask: scheduler address such as tcp://host:8786 "
+                          "(default: start a LocalCluster of worker processes)")
+    cmp.add_argument("--max-memory", type=memory_size, dest="max_memory", metavar="SIZE",
+                     help="per-cell memory limit such as 2G (a cell over it becomes an error)")
     cmp.add_argument("--explain-on", choices=("train", "test", "all"), dest="explain_on",
                      help="rows that local methods explain (default: train)")
     cmp.add_argument("--max-explain", type=int, dest="max_explain",
@@ -93,9 +114,15 @@ def _compare_options(args) -> dict:
         "models": _flatten(args.model), "seeds": args.seeds, "out": args.out,
         "jobs": args.jobs, "timeout": args.timeout, "executor": args.executor,
         "explain_on": args.explain_on, "max_explain": args.max_explain, "force": args.force,
+        "max_memory": args.max_memory, "scheduler": args.scheduler,
     }
     options.update({k: v for k, v in given.items() if v is not None})
     options.setdefault("out", "runs/compare")
+    if isinstance(options.get("max_memory"), str):
+        try:
+            options["max_memory"] = memory_size(options["max_memory"])
+        except argparse.ArgumentTypeError as exc:
+            raise HarnessError(f"Config key 'max_memory': {exc}.") from exc
     return options
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 
 from harness.cells import Cell
+from harness.errors import BadInputError
 from harness.execute import CellInput, run_one
 
 OnResult = Callable[[Cell, dict], None]
@@ -30,6 +31,9 @@ class InProcessExecutor:
     """Run cells sequentially in the current process (no timeout, no isolation)."""
 
     name = "inprocess"
+
+    def __init__(self, **options) -> None:  # jobs, timeout, memory limits do not apply
+        pass
 
     def run(self, tasks: list[Task], on_result: OnResult) -> None:
         for cell, inputs in tasks:
@@ -65,9 +69,11 @@ class ProcessExecutor:
 
     name = "process"
 
-    def __init__(self, jobs: int = 1, timeout: float | None = None) -> None:
+    def __init__(self, jobs: int = 1, timeout: float | None = None,
+                 max_memory: float | None = None, **options) -> None:
         self.jobs = max(1, int(jobs))
         self.timeout = timeout
+        self.max_memory = max_memory
 
     def run(self, tasks: list[Task], on_result: OnResult) -> None:
         context = multiprocessing.get_context("fork")
@@ -116,4 +122,28 @@ class ProcessExecutor:
                 reader.close()
 
 
-EXECUTORS = {"process": ProcessExecutor, "inprocess": InProcessExecutor}
+EXECUTORS = {
+    "process": "harness.executors:ProcessExecutor",
+    "inprocess": "harness.executors:InProcessExecutor",
+    "dask": "harness.dask_executor:DaskExecutor",
+}
+
+
+def make_executor(name: str, *, jobs: int = 1, timeout: float | None = None,
+                  max_memory: float | None = None, scheduler: str | None = None):
+    """The executor called ``name`` with the run's options.
+
+    Every executor takes the same keyword options and uses those that apply to it:
+    ``jobs`` (cells at a time), ``timeout`` (hard per-cell seconds), ``max_memory``
+    (per-cell bytes) and ``scheduler`` (a Dask scheduler address; None starts a
+    LocalCluster). Executors are imported lazily, so an optional one (dask) costs nothing
+    until it is asked for.
+    """
+    import importlib
+
+    if name not in EXECUTORS:
+        raise BadInputError(f"executor must be one of {', '.join(sorted(EXECUTORS))}; "
+                            f"got {name!r}.")
+    module, _, attr = EXECUTORS[name].partition(":")
+    cls = getattr(importlib.import_module(module), attr)
+    return cls(jobs=jobs, timeout=timeout, max_memory=max_memory, scheduler=scheduler)

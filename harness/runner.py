@@ -18,7 +18,7 @@ from harness.cells import Cell, expand_datasets, expand_methods, expand_models, 
 from harness.defaults import DEFAULT_GRID
 from harness.errors import BadInputError
 from harness.execute import CellInput
-from harness.executors import EXECUTORS
+from harness.executors import make_executor
 from harness.forest import predict_output
 from harness.method import ExplainData
 from harness.models import fit_model
@@ -102,6 +102,7 @@ def compare(
     datasets: list | None = None, models: list | None = None, methods: list | None = None,
     seeds: list[int] | None = None, out: str | Path = "runs/compare", jobs: int | None = None,
     timeout: float | None = 600.0, executor: str = "process", force: bool = False,
+    max_memory: float | None = None, scheduler: str | None = None,
     explain_on: str = "train", max_explain: int | None = None, reports: bool = True,
     on_event: Callable[[str, Any], None] | None = None,
 ) -> RunSummary:
@@ -114,17 +115,20 @@ def compare(
     :class:`RunSummary`.
     """
     notify = on_event or (lambda kind, payload: None)
-    if executor not in EXECUTORS:
-        raise BadInputError(f"executor must be one of {', '.join(sorted(EXECUTORS))}; "
-                            f"got {executor!r}.")
     jobs = os.cpu_count() or 1 if jobs is None else jobs
     if not isinstance(jobs, int) or jobs < 1:
         raise BadInputError(f"jobs must be an int >= 1; got {jobs!r}.")
     if timeout is not None and timeout <= 0:
         raise BadInputError(f"timeout must be > 0 seconds or None; got {timeout!r}.")
+    if max_memory is not None and (isinstance(max_memory, bool) or not max_memory > 0):
+        raise BadInputError(f"max_memory must be a number of bytes > 0 or None; got "
+                            f"{max_memory!r}.")
     if max_explain is None and datasets is None and methods is None:
         max_explain = DEFAULT_GRID["max_explain"]
     cells = plan(datasets, models, methods, seeds, explain_on, max_explain)
+    # built before anything is written: a missing optional executor is bad input
+    executor_obj = make_executor(executor, jobs=jobs, timeout=timeout, max_memory=max_memory,
+                                 scheduler=scheduler)
     start = time.perf_counter()
     summary = RunSummary(out=Path(out), total=len(cells))
     store = Store(out)
@@ -147,8 +151,6 @@ def compare(
 
         tasks = _prepare(todo, store, record, notify)
         _prepare_methods(cell.method for cell, _ in tasks)
-        executor_obj = (EXECUTORS[executor](jobs=jobs, timeout=timeout)
-                        if executor == "process" else EXECUTORS[executor]())
         notify("stage", f"explaining {len(tasks)} cells")
         executor_obj.run(tasks, record)
         if reports:
@@ -156,6 +158,9 @@ def compare(
             summary.reports = registry.build_reports(Path(out))
     finally:
         store.close()
+        close = getattr(executor_obj, "close", None)
+        if close is not None:
+            close()
     summary.wall_time = time.perf_counter() - start
     return summary
 
