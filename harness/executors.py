@@ -4,8 +4,10 @@
   hang or a crash there stops the run).
 - :class:`ProcessExecutor` (default) forks one child process per cell, up to ``jobs`` at a
   time. The child inherits the fitted models, sends back its result through a pipe and exits;
-  a hard per-cell ``timeout`` kills it. An exception, a hang or a crash of the child (segfault,
-  ``os._exit``, out-of-memory kill) becomes one ``error``/``timeout`` result, never the run's.
+  a hard per-cell ``timeout`` kills it and ``max_memory`` caps what it may allocate (Linux).
+  An exception, a hang, a memory overrun or a crash of the child (segfault, ``os._exit``,
+  out-of-memory kill) becomes one ``error``/``timeout`` result, never the run's.
+- ``DaskExecutor`` (:mod:`harness.dask_executor`) sends cells to a dask.distributed cluster.
 """
 
 from __future__ import annotations
@@ -40,12 +42,36 @@ class InProcessExecutor:
             on_result(cell, run_one(cell, inputs))
 
 
-def _child(writer, cell: Cell, inputs: CellInput) -> None:
+def _limit_memory(max_memory: float) -> None:
+    """Cap this process's address space at its current size plus ``max_memory`` bytes
+    (RLIMIT_AS; Linux counts the inherited mappings, hence the current size is added)."""
+    import resource
+
+    with open("/proc/self/statm") as handle:
+        current = int(handle.read().split()[0]) * resource.getpagesize()
+    limit = current + int(max_memory)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def memory_limit_reason(result: dict, max_memory: float) -> dict:
+    """Name the per-cell memory limit in the reason of a cell that ran out of memory."""
+    reason = result.get("reason") or ""
+    if result.get("status") == "error" and reason.startswith("MemoryError"):
+        result = {**result, "reason": f"exceeded the per-cell memory limit of "
+                                      f"{max_memory / 2**20:.0f} MiB ({reason})"}
+    return result
+
+
+def _child(writer, cell: Cell, inputs: CellInput, max_memory: float | None) -> None:
     try:
+        if max_memory is not None and os.path.exists("/proc/self/statm"):
+            _limit_memory(max_memory)
         result = run_one(cell, inputs)
     except BaseException as exc:  # run_one catches Exception; this is for the rest
         result = {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
                   "traceback": traceback.format_exc()}
+    if max_memory is not None:
+        result = memory_limit_reason(result, max_memory)
     try:
         writer.send(result)
     except Exception as exc:
@@ -84,8 +110,8 @@ class ProcessExecutor:
                 while pending and len(running) < self.jobs:
                     cell, inputs = pending.popleft()
                     reader, writer = context.Pipe(duplex=False)
-                    process = context.Process(target=_child, args=(writer, cell, inputs),
-                                              daemon=True)
+                    process = context.Process(
+                        target=_child, args=(writer, cell, inputs, self.max_memory), daemon=True)
                     process.start()
                     writer.close()
                     deadline = (time.monotonic() + self.timeout) if self.timeout else None

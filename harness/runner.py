@@ -86,9 +86,9 @@ def plan(datasets=None, models=None, methods=None, seeds=None, explain_on="train
     seeds = list(DEFAULT_GRID["seeds"] if seeds is None else seeds)
     if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
         raise BadInputError(f"seeds must be non-negative ints; got {seeds!r}.")
-    grid = (expand_datasets(datasets or DEFAULT_GRID["datasets"]),
-            expand_models(models or DEFAULT_GRID["models"]),
-            expand_methods(methods or DEFAULT_GRID["methods"]), seeds)
+    grid = (expand_datasets(DEFAULT_GRID["datasets"] if datasets is None else datasets),
+            expand_models(DEFAULT_GRID["models"] if models is None else models),
+            expand_methods(DEFAULT_GRID["methods"] if methods is None else methods), seeds)
     for name, items in zip(("datasets", "models", "methods", "seeds"), grid):
         if not items:
             raise BadInputError(f"The grid has no {name}; give at least one.")

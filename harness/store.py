@@ -87,6 +87,18 @@ class Store:
     def close(self) -> None:
         self._conn.close()
 
+    def _write(self, sql: str, values: list | tuple) -> None:
+        """One atomic write; a failing disk or a read-only store is a clear error, and the
+        transaction's rollback keeps everything stored before it."""
+        try:
+            with self._conn:
+                self._conn.execute(sql, values)
+        except sqlite3.Error as exc:
+            raise BadInputError(
+                f"Cannot write to the store {str(self.path)!r}: {exc} (is the disk full or "
+                "the folder read-only?). The cells stored before are intact; rerun to resume."
+            ) from exc
+
     def __enter__(self) -> Store:
         return self
 
@@ -125,10 +137,8 @@ class Store:
         }
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        with self._conn:
-            self._conn.execute(
-                f"INSERT OR REPLACE INTO cells ({columns}) VALUES ({marks})", list(row.values())
-            )
+        self._write(f"INSERT OR REPLACE INTO cells ({columns}) VALUES ({marks})",
+                    list(row.values()))
 
     def cell_rows(self) -> list[sqlite3.Row]:
         return self._conn.execute(
@@ -152,22 +162,16 @@ class Store:
         info = {**info, "created": time.time()}
         info["feature_names"] = json.dumps(info.get("feature_names"))
         columns = ", ".join(info)
-        with self._conn:
-            self._conn.execute(
-                f"INSERT OR REPLACE INTO models ({columns}) VALUES "
-                f"({', '.join('?' for _ in info)})", list(info.values()),
-            )
+        self._write(f"INSERT OR REPLACE INTO models ({columns}) VALUES "
+                    f"({', '.join('?' for _ in info)})", list(info.values()))
 
     def model_rows(self) -> list[sqlite3.Row]:
         return self._conn.execute("SELECT * FROM models").fetchall()
 
     def record_dataset(self, key: str, dataset, seed: int) -> None:
-        with self._conn:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO datasets VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, dataset.name, seed, dataset.task, json.dumps(dataset.feature_names),
-                 pickle.dumps(dataset.truth), time.time()),
-            )
+        self._write("INSERT OR REPLACE INTO datasets VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (key, dataset.name, seed, dataset.task, json.dumps(dataset.feature_names),
+                     pickle.dumps(dataset.truth), time.time()))
 
     def truth(self, dataset: str, seed: int):
         """The stored ground truth of a dataset (None when it has none)."""
