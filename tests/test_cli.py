@@ -32,6 +32,22 @@ def _run(*args, cwd=None):
     (["--jobs", "two"], "argument --jobs: invalid int value: 'two'"),
     (["--config", "missing.toml"], "Cannot read config 'missing.toml'"),
     (["-m", "mdi[normalize]"], "expected param=value"),
+    (["-m", "treeshap[n_background=abc]"], "must be an int in [1, inf). Got 'abc' instead."),
+    (["-m", "mdi[normalize=[]]"], "The grid has no methods; give at least one."),
+    (["-m", "tree_sage[imputation=exact]"], "The 'imputation' parameter of tree_sage must be "
+                                            "a str among {'marginal', 'path_dependent'}"),
+    (["-m", "mda_bc[loss=hinge]"], "The 'loss' parameter of mda_bc must be a str among"),
+    (["-d", "led[n_samples=-3]"], "The 'n_samples' parameter of led must be None or an int "
+                                  "in [1, inf). Got -3 instead."),
+    (["-d", "linear_gaussian[groups=4]"], "must be an int in [1, 6] that divides the number "
+                                          "of coefficients (6). Got 4 instead."),
+    (["-d", "linear_gaussian[preset=nope]"], "The 'preset' parameter of linear_gaussian"),
+    (["--model", "extra_trees[max_samples=0.5]"], "needs bootstrap=true"),
+    (["--timeout", "0"], "timeout must be > 0 seconds or None; got 0.0."),
+    (["--max-memory", "lots"], "expected a size such as 512M, 2G or a number of bytes; "
+                               "got 'lots'"),
+    (["--executor", "nope"], "invalid choice: 'nope' (choose from 'process', 'inprocess', "
+                             "'dask')"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, args, expected):
     out = tmp_path / "run"

@@ -1,0 +1,86 @@
+"""Bad input through the public API: one line naming what is allowed and what was received,
+the right exception type, and nothing written."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LinearRegression
+
+import harness
+from harness.errors import (
+    BadInputError,
+    InvalidParameterError,
+    MethodSkipped,
+    UnknownNameError,
+)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    ds = harness.load_dataset("iris")
+    model = harness.fit_model({"forest": "random_forest", "n_estimators": 5}, ds, seed=0)
+    return ds, model
+
+
+def _cases(ds, model, out):
+    X, y = ds.X, ds.y
+    test = model.harness_fit_["test_index"]
+    nan = X.copy()
+    nan[0, 0] = np.nan
+    return [
+        (lambda: harness.explain("nope", model, X), UnknownNameError,
+         "Unknown method 'nope'. Available methods: local_mdi,"),
+        (lambda: harness.explain("mdi", model, X, bogus=1), InvalidParameterError,
+         "mdi has no parameter 'bogus'. Allowed parameters: normalize."),
+        (lambda: harness.explain("tree_sage", model, X, y, thresh=2.0), InvalidParameterError,
+         "The 'thresh' parameter of tree_sage must be a float in (0, 1). Got 2.0 instead."),
+        (lambda: harness.explain("mdi", LinearRegression().fit(X, y), X), BadInputError,
+         "Expected a fitted scikit-learn forest (RandomForestClassifier, "),
+        (lambda: harness.explain("mdi", RandomForestClassifier(), X), BadInputError,
+         "The RandomForestClassifier is not fitted; call fit() first."),
+        (lambda: harness.explain("saabas", model, nan), BadInputError,
+         "X contains NaN or infinite values; expected finite numbers."),
+        (lambda: harness.explain("saabas", model, X[:, :2]), BadInputError,
+         "X has 2 columns but the model was fitted on 4 features."),
+        (lambda: harness.explain("saabas", model, X[0]), BadInputError,
+         "X must be a 2-D array (n_samples, n_features); got shape (4,)."),
+        (lambda: harness.explain("mda_bc", model, X), MethodSkipped,
+         "mda_bc needs the targets y of the explained rows; none were given."),
+        (lambda: harness.explain("mda_bc", model, X[test], y[test]), BadInputError,
+         "The OOB methods need the training rows the forest was fitted on, in order"),
+        (lambda: harness.explain("tree_sage", model, X, y, sample_weight=-np.ones(len(X))),
+         BadInputError, "sample_weight must be 150 non-negative numbers with a positive sum"),
+        (lambda: harness.explain("saabas", model, X, y[:3]), BadInputError,
+         "y must have shape (150,) to match X; got (3,)."),
+        (lambda: harness.load_dataset("led", n_samples=0), InvalidParameterError,
+         "The 'n_samples' parameter of led must be None or an int in [1, inf). Got 0"),
+        (lambda: harness.fit_model({"forest": "gbm"}, ds), UnknownNameError,
+         "Unknown forest 'gbm'. Available forests: extra_trees, random_forest."),
+        (lambda: harness.compare(datasets=[], out=out), BadInputError,
+         "The grid has no datasets; give at least one."),
+        (lambda: harness.compare(datasets=["iris"], methods=["mdi"], seeds=["a"], out=out),
+         BadInputError, "seeds must be non-negative ints; got ['a']."),
+        (lambda: harness.compare(datasets=["iris"], methods=["mdi"], executor="nope",
+                                 out=out), BadInputError,
+         "executor must be one of dask, inprocess, process; got 'nope'."),
+        (lambda: harness.compare(datasets=["iris"], methods=["mdi"], max_memory=-5, out=out),
+         BadInputError, "max_memory must be a number of bytes > 0 or None; got -5."),
+        (lambda: harness.compare(datasets=["iris"], methods=["mdi"], explain_on="some",
+                                 out=out), BadInputError,
+         "explain_on must be one of train, test, all; got 'some'."),
+        (lambda: harness.load_results(out), BadInputError, "No results in"),
+    ]
+
+
+def test_every_bad_input_gives_one_clear_line_and_writes_nothing(fitted, tmp_path):
+    ds, model = fitted
+    out = tmp_path / "never"
+    for call, error, expected in _cases(ds, model, out):
+        with pytest.raises(error) as info:
+            call()
+        message = str(info.value)
+        assert expected in message, (expected, message)
+        assert "\n" not in message, message
+        assert not out.exists()
