@@ -1,0 +1,152 @@
+"""Dask executor: same values as the local executors, failures isolated per cell.
+
+Every test runs against a real LocalCluster with worker processes.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import logging
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+import harness  # noqa: E402
+from harness import dask_executor  # noqa: E402
+from harness.errors import HarnessError, NotInstalledError  # noqa: E402
+from harness.method import Method  # noqa: E402
+from harness.results import RunResults  # noqa: E402
+from harness.types import Importances  # noqa: E402
+
+# Workers unpickle these classes by reference: they import this module (pytest puts the
+# repository root on sys.path, and spawned workers inherit sys.path).
+
+
+class DaskSegfaults(Method):
+    name, scope, family = "test_dask_segfaults", "global", "test"
+
+    def _explain(self, model, data, rng):
+        faulthandler.disable()  # the worker's crash dump of this deliberate segfault is noise
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
+class DaskHangs(Method):
+    name, scope, family = "test_dask_hangs", "global", "test"
+
+    def _explain(self, model, data, rng):
+        time.sleep(60)
+
+
+class DaskSlow(Method):
+    name, scope, family = "test_dask_slow", "global", "test"
+
+    def _explain(self, model, data, rng):
+        time.sleep(3)
+        return Importances(np.ones(data.X.shape[1]), "global", data.feature_names, "one", "x")
+
+
+class DaskWorkerPid(Method):
+    name, scope, family = "test_dask_worker_pid", "global", "test"
+
+    def _explain(self, model, data, rng):
+        values = np.full(data.X.shape[1], float(os.getpid()))
+        return Importances(values, "global", data.feature_names, "pid", "x")
+
+
+SMALL_GRID = dict(datasets=["iris", "linear_gaussian[n_samples=80]"],
+                  models=[{"forest": "random_forest", "n_estimators": 5}],
+                  methods=["mdi", "saabas", "sobol_mda", "mda_bc"], max_explain=20,
+                  reports=False)
+
+
+def test_dask_gives_the_same_results_as_the_process_executor(tmp_path):
+    local = harness.compare(**SMALL_GRID, out=tmp_path / "process", executor="process", jobs=2)
+    dask = harness.compare(**SMALL_GRID, out=tmp_path / "dask", executor="dask", jobs=2)
+    assert dask.line() == local.line() == ("cells: 8 total, 8 done (0 reused), 0 skipped, "
+                                           "0 error, 0 timeout")
+    cells = {name: harness.load_results(tmp_path / name, kind="cells").set_index("key")
+             for name in ("process", "dask")}
+    assert sorted(cells["process"].index) == sorted(cells["dask"].index)
+    statuses = cells["process"]["status"]
+    assert (cells["dask"].loc[statuses.index, "status"] == statuses).all()
+    runs = {name: RunResults.open(tmp_path / name) for name in ("process", "dask")}
+    try:
+        for key in statuses.index[statuses == "done"]:
+            a, b = runs["process"].arrays(key), runs["dask"].arrays(key)
+            for name in ("values", "std", "base_values", "sample_index"):
+                if a[name] is None:
+                    assert b[name] is None
+                    continue
+                assert a[name].dtype == b[name].dtype
+                np.testing.assert_array_equal(a[name], b[name])
+    finally:
+        for run in runs.values():
+            run.close()
+
+
+def test_a_crash_and_a_hang_stay_in_their_cells(tmp_path):
+    out = tmp_path / "run"
+    summary = harness.compare(
+        datasets=["iris"], models=["extra_trees[n_estimators=5]"],
+        methods=[DaskSegfaults(), DaskHangs(), DaskWorkerPid(), "mdi", "saabas"],
+        out=out, executor="dask", jobs=2, timeout=3, reports=False,
+    )
+    assert summary.line() == "cells: 5 total, 3 done (0 reused), 0 skipped, 1 error, 1 timeout"
+    cells = harness.load_results(out, kind="cells").set_index("method")
+    assert cells.loc["test_dask_segfaults", "status"] == "error"
+    assert "worker died" in cells.loc["test_dask_segfaults", "reason"]
+    assert "KilledWorker" in cells.loc["test_dask_segfaults", "reason"]
+    assert cells.loc["test_dask_hangs", "status"] == "timeout"
+    assert "timeout of 3 s" in cells.loc["test_dask_hangs", "reason"]
+    for method in ("test_dask_worker_pid", "mdi", "saabas"):
+        assert cells.loc[method, "status"] == "done"
+    # cells ran in worker processes, not in the runner
+    pid = harness.load_results(out, kind="importances")
+    pid = pid.loc[pid["method"] == "test_dask_worker_pid", "value"].unique()
+    assert pid.size == 1 and int(pid[0]) != os.getpid()
+
+
+def test_an_unreachable_scheduler_is_bad_input_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(dask_executor, "CONNECT_TIMEOUT", 1.0)
+    out = tmp_path / "run"
+    address = "tcp://127.0.0.1:1"
+    start = time.monotonic()
+    with pytest.raises(HarnessError, match=r"tcp://127\.0\.0\.1:1"):
+        harness.compare(datasets=["iris"], models=["extra_trees[n_estimators=5]"],
+                        methods=["mdi"], out=out, executor="dask", scheduler=address,
+                        reports=False)
+    assert time.monotonic() - start < 15
+    assert not out.exists()
+
+
+def test_an_external_cluster_keeps_its_workers_and_a_busy_thread_gets_no_cell(tmp_path):
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None,
+                                  silence_logs=logging.CRITICAL) as cluster:
+        summary = harness.compare(
+            datasets=["iris"], models=["extra_trees[n_estimators=5]"],
+            methods=[DaskSlow(), "mdi", "saabas"], out=tmp_path / "run", executor="dask",
+            scheduler=cluster.scheduler_address, timeout=2, reports=False,
+        )
+        # the slow cell times out; its thread, still sleeping, is not killed, and the other
+        # cells wait for it instead of timing out behind it
+        assert summary.line() == ("cells: 3 total, 2 done (0 reused), 0 skipped, 0 error, "
+                                  "1 timeout")
+        cells = harness.load_results(tmp_path / "run", kind="cells").set_index("method")
+        assert "was not restarted" in cells.loc["test_dask_slow", "reason"]
+        assert len(cluster.scheduler.workers) == 1  # still running, not closed by the run
+
+
+def test_without_distributed_the_executor_is_not_installed(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed fails
+    out = tmp_path / "run"
+    with pytest.raises(NotInstalledError, match=r"pip install 'dask\[distributed\]'"):
+        harness.compare(datasets=["iris"], models=["extra_trees[n_estimators=5]"],
+                        methods=["mdi"], out=out, executor="dask", reports=False)
+    assert not out.exists()
