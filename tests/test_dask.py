@@ -150,3 +150,15 @@ def test_without_distributed_the_executor_is_not_installed(tmp_path, monkeypatch
         harness.compare(datasets=["iris"], models=["extra_trees[n_estimators=5]"],
                         methods=["mdi"], out=out, executor="dask", reports=False)
     assert not out.exists()
+
+
+def test_a_cell_past_the_memory_limit_costs_its_worker_not_the_run(tmp_path):
+    from tests.test_faults import Allocates
+
+    summary = harness.compare(datasets=["iris"], models=[{"forest": "random_forest",
+                                                          "n_estimators": 5}],
+                              methods=[Allocates(), "mdi", "saabas"], out=tmp_path / "run",
+                              executor="dask", max_memory=512 * 2**20, jobs=2, reports=False)
+    assert summary.line() == "cells: 3 total, 2 done (0 reused), 0 skipped, 1 error, 0 timeout"
+    cells = harness.load_results(tmp_path / "run", kind="cells").set_index("method_name")
+    assert "worker died" in cells.loc["test_allocates", "reason"]
