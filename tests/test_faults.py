@@ -131,3 +131,22 @@ def test_a_full_disk_is_a_clear_error_and_keeps_what_was_stored(tmp_path):
     assert {key: after[key] for key in before} == before  # nothing stored before was lost
     print(f"FAULT FIGURES full disk: stored_before={len(before)} kept={len(before)} "
           f"message={message[0][:90]!r}")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through read-only permissions")
+def test_a_read_only_run_folder_is_a_clear_error_and_keeps_what_was_stored(tmp_path):
+    out = tmp_path / "run"
+    base = [sys.executable, "-m", "harness", "compare", "-d", "iris", "--model",
+            "random_forest[n_estimators=5]", "-m", "mdi", "--out", str(out), "--no-progress"]
+    assert subprocess.run(base, capture_output=True, timeout=120).returncode == 0
+    before = _records(out / "results.sqlite")
+    for path in (out / "results.sqlite", out):
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    try:
+        result = subprocess.run([*base, "-m", "saabas"], capture_output=True, text=True,
+                                timeout=120)
+    finally:
+        out.chmod(0o755)
+        (out / "results.sqlite").chmod(0o644)
+    assert result.returncode == 2 and "Cannot" in result.stderr
+    assert _records(out / "results.sqlite") == before
