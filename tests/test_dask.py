@@ -5,10 +5,8 @@ Every test runs against a real LocalCluster with worker processes.
 
 from __future__ import annotations
 
-import faulthandler
 import logging
 import os
-import signal
 import sys
 import time
 
@@ -23,24 +21,10 @@ from harness.errors import HarnessError, NotInstalledError  # noqa: E402
 from harness.method import Method  # noqa: E402
 from harness.results import RunResults  # noqa: E402
 from harness.types import Importances  # noqa: E402
+from tests.test_runner import Hangs, KillsItself  # noqa: E402  (workers import it too)
 
 # Workers unpickle these classes by reference: they import this module (pytest puts the
 # repository root on sys.path, and spawned workers inherit sys.path).
-
-
-class DaskSegfaults(Method):
-    name, scope, family = "test_dask_segfaults", "global", "test"
-
-    def _explain(self, model, data, rng):
-        faulthandler.disable()  # the worker's crash dump of this deliberate segfault is noise
-        os.kill(os.getpid(), signal.SIGSEGV)
-
-
-class DaskHangs(Method):
-    name, scope, family = "test_dask_hangs", "global", "test"
-
-    def _explain(self, model, data, rng):
-        time.sleep(60)
 
 
 class DaskSlow(Method):
@@ -94,16 +78,16 @@ def test_a_crash_and_a_hang_stay_in_their_cells(tmp_path):
     out = tmp_path / "run"
     summary = harness.compare(
         datasets=["iris"], models=["extra_trees[n_estimators=5]"],
-        methods=[DaskSegfaults(), DaskHangs(), DaskWorkerPid(), "mdi", "saabas"],
+        methods=[KillsItself(), Hangs(), DaskWorkerPid(), "mdi", "saabas"],
         out=out, executor="dask", jobs=2, timeout=3, reports=False,
     )
     assert summary.line() == "cells: 5 total, 3 done (0 reused), 0 skipped, 1 error, 1 timeout"
     cells = harness.load_results(out, kind="cells").set_index("method")
-    assert cells.loc["test_dask_segfaults", "status"] == "error"
-    assert "worker died" in cells.loc["test_dask_segfaults", "reason"]
-    assert "KilledWorker" in cells.loc["test_dask_segfaults", "reason"]
-    assert cells.loc["test_dask_hangs", "status"] == "timeout"
-    assert "timeout of 3 s" in cells.loc["test_dask_hangs", "reason"]
+    assert cells.loc["test_kills_itself", "status"] == "error"
+    assert "worker died" in cells.loc["test_kills_itself", "reason"]
+    assert "KilledWorker" in cells.loc["test_kills_itself", "reason"]
+    assert cells.loc["test_hangs", "status"] == "timeout"
+    assert "timeout of 3 s" in cells.loc["test_hangs", "reason"]
     for method in ("test_dask_worker_pid", "mdi", "saabas"):
         assert cells.loc[method, "status"] == "done"
     # cells ran in worker processes, not in the runner
