@@ -7,9 +7,9 @@ indices) its largest distance to its own theoretical target.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+
+from harness.bench import timed
 
 from .common import profile
 
@@ -27,15 +27,6 @@ def _fitted_cases() -> dict:
         X, y = case.data()
         fitted[name] = (case.forest().set_params(n_estimators=trees).fit(X, y), X, y)
     return fitted
-
-
-def _best(call, repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 class OOBSuite:
@@ -59,8 +50,8 @@ class OOBSuite:
         self.explain(method, self.model, self.X, self.y)
 
     def track_ratio_to_predict(self, cache, method, case):
-        method_time = _best(lambda: self.explain(method, self.model, self.X, self.y))
-        return method_time / _best(lambda: self.predict(self.model, self.X))
+        method_time, _ = timed(lambda: self.explain(method, self.model, self.X, self.y), 3)
+        return method_time / timed(lambda: self.predict(self.model, self.X), 3)[0]
 
     track_ratio_to_predict.unit = "x predict"
 

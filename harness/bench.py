@@ -107,7 +107,7 @@ CASES = {
 }
 
 
-def _timed(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+def timed(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     """Best wall time over ``repeat`` runs (one run if it is longer than ``LONG_RUN``) and
     the last result."""
     best, result = float("inf"), None
@@ -154,7 +154,7 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
         step(f"{name}: fitting")
         X, y = case.data()
         model = case.forest().fit(X, y)
-        predict_seconds, _ = _timed(lambda: predict_output(model, X), repeat)  # noqa: B023
+        predict_seconds, _ = timed(lambda: predict_output(model, X), repeat)  # noqa: B023
         results = {}
         for spec in chosen:
             step(f"{name}: {spec}")
@@ -163,7 +163,7 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
             warm_method = expand_methods([{"name": method.name, **method.params, **warm}])[0] \
                 if warm else method
             explain(warm_method, model, X, y)  # compile kernels, fill shared caches
-            seconds, result = _timed(lambda: explain(method, model, X, y), repeat)  # noqa: B023
+            seconds, result = timed(lambda: explain(method, model, X, y), repeat)  # noqa: B023
             results[spec] = (seconds, result)
             row = {"case": name, "method": spec, "seconds": seconds,
                    "predict_seconds": predict_seconds,

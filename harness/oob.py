@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.errors import BadInputError
-from harness.packed import PackedForest, apply_packed, pack_forest
+from harness.packed import PackedForest, apply_packed, apply_tree, pack_forest
 
 
 @dataclass
@@ -119,7 +119,7 @@ def check_training_rows(model, X: np.ndarray, y: np.ndarray, tree: int = 0) -> N
         return
     forest = pack_forest(model)
     targets = target_matrix(forest, model, y)
-    leaves = apply_packed(forest, X)[:, tree]
+    leaves = apply_tree(forest, X, tree)
     weights = inbag.counts[:, tree].astype(np.float64)
     reached = np.unique(leaves[weights > 0])
     totals = np.zeros((forest.offsets[tree + 1] - forest.offsets[tree], forest.n_values))

@@ -12,6 +12,8 @@ from harness.method import ExplainData, Method
 from harness.oob import InBag, check_training_rows, inbag_of
 from harness.packed import PackedForest, as_float32_rows, pack_forest
 from harness.params import Options, Param
+from harness.permutation_kernels import oob_permutation_pass
+from harness.permutations import draw_seed
 
 LOSS_PARAM = Param(
     "auto", (Options({"auto", *LOSSES}),),
@@ -64,6 +66,14 @@ class OOBMethod(LossMethod):
             reason = (f"{self.name} needs out-of-bag rows, but the forest was grown without "
                       "bootstrap (ExtraTrees' default); grow it with bootstrap=True.")
         return reason
+
+    def permutation_pass(self, inputs: OOBInputs, loss: Loss, rng: np.random.Generator,
+                         ensemble: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The shared OOB permutation pass (one seed drawn from the cell's generator, so the
+        MDA variants permute identically): per-tree loss increases and, if ``ensemble``,
+        per-row output shifts (:func:`oob_permutation_pass`)."""
+        return oob_permutation_pass(*inputs.kernel_forest(), inputs.X32, inputs.inbag.counts,
+                                    inputs.targets, loss.code, draw_seed(rng), ensemble)
 
     def oob_inputs(self, model: Any, data: ExplainData) -> OOBInputs:
         """Check that ``data`` holds the training rows and pack everything for the kernels."""

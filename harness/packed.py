@@ -110,6 +110,20 @@ def _apply(left, right, feature, threshold, offsets, X32):
     return leaves
 
 
+@njit(cache=True)
+def _apply_tree(left, right, feature, threshold, start, X32):
+    leaves = np.empty(X32.shape[0], dtype=np.int64)
+    for i in range(X32.shape[0]):
+        leaves[i] = leaf_of(left, right, feature, threshold, start, X32, i)
+    return leaves
+
+
+def apply_tree(forest: PackedForest, X: np.ndarray, tree: int) -> np.ndarray:
+    """Local leaf id of every row in tree ``tree`` only, shape (n,)."""
+    return _apply_tree(forest.left, forest.right, forest.feature, forest.threshold,
+                       forest.offsets[tree], as_float32_rows(X))
+
+
 def apply_packed(forest: PackedForest, X: np.ndarray) -> np.ndarray:
     """Local leaf id of every row in every tree, shape (n, n_trees); equals ``model.apply``."""
     return _apply(forest.left, forest.right, forest.feature, forest.threshold, forest.offsets,

@@ -6,8 +6,6 @@ import numpy as np
 
 from harness.method import ExplainData
 from harness.oob_method import LOSS_PARAM, OOBMethod
-from harness.permutation_kernels import oob_permutation_pass
-from harness.permutations import draw_seed
 from harness.types import Importances
 
 
@@ -32,9 +30,7 @@ class MDABreimanCutler(OOBMethod):
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         inputs = self.oob_inputs(model, data)
         loss = self.loss(data.task)
-        increase, _ = oob_permutation_pass(*inputs.kernel_forest(), inputs.X32,
-                                           inputs.inbag.counts, inputs.targets, loss.code,
-                                           draw_seed(rng), False)
+        increase, _ = self.permutation_pass(inputs, loss, rng, ensemble=False)
         grown = inputs.inbag.oob.any(axis=0)  # a tree without OOB row cannot be scored
         increase = increase[grown]
         std = increase.std(axis=0, ddof=1) / np.sqrt(len(increase)) if len(increase) > 1 else None

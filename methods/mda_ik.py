@@ -8,8 +8,6 @@ from harness.losses import loss_rows, loss_table
 from harness.method import ExplainData
 from harness.oob import oob_predictions
 from harness.oob_method import LOSS_PARAM, OOBMethod
-from harness.permutation_kernels import oob_permutation_pass
-from harness.permutations import draw_seed
 from harness.types import Importances
 
 
@@ -33,9 +31,7 @@ class MDAIshwaranKogalur(OOBMethod):
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         inputs = self.oob_inputs(model, data)
         loss = self.loss(data.task)
-        _, shift = oob_permutation_pass(*inputs.kernel_forest(), inputs.X32,
-                                        inputs.inbag.counts, inputs.targets, loss.code,
-                                        draw_seed(rng), True)
+        _, shift = self.permutation_pass(inputs, loss, rng, ensemble=True)
         prediction, n_oob = oob_predictions(model, data.X)
         scored = n_oob > 0
         base = prediction[scored]
