@@ -1,0 +1,27 @@
+"""UFI: unbiased feature importance with out-of-bag node statistics (Zhou & Hooker 2021)."""
+
+from __future__ import annotations
+
+from harness.debiased_mdi import DebiasedMDI
+
+
+class UFI(DebiasedMDI):
+    """UFI(j) = 1/M Σ_T Σ_{t: v(t)=j} Σ_c W'(c)/W'_0 Σ_k (μ'_k(c) − μ'_k(t)) (μ_k(c) − μ_k(t)).
+
+    Zhou & Hooker 2021 ("Unbiased measurement of feature importance in tree-based methods",
+    ACM TKDD 15(2), Sec. 3): the impurity decrease of each split, with the square of the
+    in-bag node deviations μ(c) − μ(t) replaced by their product with the out-of-bag ones
+    μ'(c) − μ'(t) (W' are out-of-bag weights, μ' out-of-bag means of y or of the one-hot
+    classes). A split on a feature independent of y within the node then has expectation
+    exactly 0; on in-bag rows the formula is the unnormalised squared-error / Gini MDI. Nodes
+    without out-of-bag rows contribute 0. ``std`` is the standard error of the mean over
+    trees. See :mod:`harness.debiased_mdi`.
+    """
+
+    name = "ufi"
+    scope = "global"
+    family = "mdi"
+    summary = "UFI: impurity decrease with out-of-bag node means (Zhou & Hooker 2021)"
+    parameters = {}
+    term = 1
+    explains = "out-of-bag impurity decrease (Zhou & Hooker 2021)"
