@@ -29,6 +29,11 @@ BUILTIN_METHODS: dict[str, str] = {
     "sobol_mda": "harness.methods.sobol_mda:SobolMDA",
     "sage": "harness.methods.sage:SAGE",
     "tree_sage": "harness.methods.tree_sage:TreeSAGE",
+    "mdi_oob": "harness.methods.mdi_oob:MDIOob",
+    "ufi": "harness.methods.ufi:UFI",
+    "shaff": "harness.methods.shaff:SHAFF",
+    "rs": "harness.methods.rs:RandomSubspace",
+    "srs": "harness.methods.srs:SequentialRandomSubspace",
 }
 
 BUILTIN_DATASETS: dict[str, str] = {
@@ -42,6 +47,7 @@ BUILTIN_DATASETS: dict[str, str] = {
     "friedman1": "harness.datasets.friedman:Friedman1",
     "linear_gaussian": "harness.datasets.linear_gaussian:LinearGaussian",
     "ishigami": "harness.datasets.ishigami:Ishigami",
+    "madelon_like": "harness.datasets.madelon_like:MadelonLike",
 }
 
 BUILTIN_REPORTS: dict[str, str] = {
