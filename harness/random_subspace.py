@@ -1,0 +1,141 @@
+"""Random-subspace feature selection, RS and SRS (Sutera et al., AISTATS 2018; seed 004, part 3).
+
+Memory-constrained setting: no tree may see more than q features. RS grows each of T trees
+on q features drawn at random; SRS (sequential random subspace) draws min(αq, |F|) of them
+from F, the features already found relevant, and the rest from the others, so relevant
+features that only show their effect jointly get found in O(p/q) instead of O((p/q)^k)
+trees. The practical rule of the slides: a random probe (a permuted copy of a drawn
+feature) joins every tree; F holds the features sampled at least L times that beat the
+probe's MDI in at least a fraction β of the trees that sampled them (L = 5, β = 0.95 in the
+experiments). Without the probe, F holds every feature that got a non-zero MDI (the rule of
+the algorithm as first stated). Trees are scikit-learn extremely randomized trees
+(threshold randomization, no bootstrap), with K = ``max_features`` candidate features per
+node among the q; importances are the per-tree MDI (``feature_importances_``) accumulated
+over the trees and divided by T.
+
+Tree seeds come from ``RandomState(seed).randint(2**31 - 1, size=T)``, as scikit-learn's
+forests draw them, and the columns of a tree keep their original order: with q = p and no
+probe, RS grows exactly the trees of ``ExtraTreesClassifier(random_state=seed,
+bootstrap=False)``, which the tests use as an oracle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.tree import ExtraTreeClassifier, ExtraTreeRegressor
+
+
+@dataclass
+class SubspaceSettings:
+    """What RS/SRS need besides the data (see the module docstring)."""
+
+    n_trees: int
+    q: int
+    max_features: int | float | str | None = None  # None: all of the tree's q columns
+    alpha: float = 0.0
+    min_sampled: int = 5
+    beta: float = 0.95
+    probe: bool = True
+    criterion: str | None = None
+
+
+@dataclass
+class SubspaceResult:
+    """Accumulated importances, the relevant set F and the per-feature bookkeeping."""
+
+    importances: np.ndarray  # (p,): Σ_trees MDI / T
+    selected: np.ndarray  # bool (p,)
+    sampled: np.ndarray  # times each feature was among a tree's q
+    beat_probe: np.ndarray  # times it beat the probe
+    #: (columns, probe source column or -1, fitted tree) per tree, when kept
+    trees: list = field(default_factory=list)
+
+
+def _relevant(result: SubspaceResult, settings: SubspaceSettings, nonzero: np.ndarray
+              ) -> np.ndarray:
+    if not settings.probe:
+        return nonzero
+    share = np.divide(result.beat_probe, result.sampled,
+                      out=np.zeros(result.sampled.shape), where=result.sampled > 0)
+    return (result.sampled >= settings.min_sampled) & (share >= settings.beta)
+
+
+def _draw_columns(rng: np.random.Generator, p: int, settings: SubspaceSettings,
+                  selected: np.ndarray) -> np.ndarray:
+    from_selected = np.zeros(0, dtype=np.int64)
+    n_from_selected = min(int(settings.alpha * settings.q), int(selected.sum()))
+    if n_from_selected > 0:
+        from_selected = rng.choice(np.flatnonzero(selected), n_from_selected, replace=False)
+    rest = np.setdiff1d(np.arange(p), from_selected)
+    others = rng.choice(rest, settings.q - from_selected.size, replace=False)
+    return np.sort(np.concatenate([from_selected, others]))
+
+
+def grow_subspace_trees(
+    X: np.ndarray,
+    y: np.ndarray,
+    classification: bool,
+    settings: SubspaceSettings,
+    seed: int,
+    keep_trees: bool = False,
+    on_tree: Callable[[int, SubspaceResult, tuple], None] | None = None,
+) -> SubspaceResult:
+    """Grow T trees by RS (``alpha = 0``) or SRS and accumulate their MDI.
+
+    ``on_tree(t, result, grown)`` is called after each tree with the running sums
+    (importances not yet divided by T) and ``grown = (columns, probe source or -1, tree)``,
+    e.g. to record convergence curves.
+    """
+    n, p = X.shape
+    tree_class = ExtraTreeClassifier if classification else ExtraTreeRegressor
+    tree_seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max,
+                                                     size=settings.n_trees)
+    rng = np.random.default_rng([seed, 0x5E1EC7])
+    result = SubspaceResult(np.zeros(p), np.zeros(p, dtype=bool), np.zeros(p, dtype=np.int64),
+                            np.zeros(p, dtype=np.int64))
+    nonzero = np.zeros(p, dtype=bool)
+    extra = {} if settings.criterion is None else {"criterion": settings.criterion}
+    for t in range(settings.n_trees):
+        columns = _draw_columns(rng, p, settings, result.selected)
+        inputs = X[:, columns]
+        probe_source = -1
+        if settings.probe:
+            probe_source = int(columns[rng.integers(columns.size)])
+            inputs = np.column_stack([inputs, X[rng.permutation(n), probe_source]])
+        tree = tree_class(max_features=settings.max_features, random_state=tree_seeds[t],
+                          **extra).fit(inputs, y)
+        mdi = tree.tree_.compute_feature_importances(normalize=False)
+        result.importances[columns] += mdi[:columns.size]
+        result.sampled[columns] += 1
+        nonzero[columns] |= mdi[:columns.size] > 0
+        if settings.probe:
+            result.beat_probe[columns] += mdi[:columns.size] > mdi[-1]
+        result.selected = _relevant(result, settings, nonzero)
+        grown = (columns, probe_source, tree)
+        if keep_trees:
+            result.trees.append(grown)
+        if on_tree is not None:
+            on_tree(t, result, grown)
+    result.importances /= settings.n_trees
+    return result
+
+
+def predict_subspace(result: SubspaceResult, X: np.ndarray, classification: bool,
+                     seed: int = 0) -> np.ndarray:
+    """Mean of the kept trees' ``predict_proba`` (classifiers) or ``predict``.
+
+    A tree grown with a probe gets, as its last column, a permutation (drawn from ``seed``)
+    of the probe's source column of ``X``: noise with the same marginal, as in training.
+    """
+    rng = np.random.default_rng(seed)
+    total = None
+    for columns, probe_source, tree in result.trees:
+        inputs = X[:, columns]
+        if probe_source >= 0:
+            inputs = np.column_stack([inputs, X[rng.permutation(len(X)), probe_source]])
+        out = tree.predict_proba(inputs) if classification else tree.predict(inputs)
+        total = out if total is None else total + out
+    return total / len(result.trees)

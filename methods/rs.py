@@ -1,0 +1,20 @@
+"""RS: random-subspace feature selection (Ho 1998; Sutera et al. 2018; seed 004, part 3)."""
+
+from __future__ import annotations
+
+from harness.subspace_method import SUBSPACE_PARAMETERS, SubspaceMethod
+
+
+class RandomSubspace(SubspaceMethod):
+    """RS: T extremely randomized trees, each on q features drawn uniformly at random.
+
+    Imp_{q,T}(X_m) is the MDI accumulated over the trees. With K = 1 and T → ∞ it equals
+    the depth-q truncated Louppe sum Σ_{k<q} 1/(C(p,k)(p−k)) Σ_{B ⊂ V^{-m}, |B|=k}
+    I(X_m; Y | B) (seed 004, "RS for feature selection: correctness"), positive iff X_m is
+    relevant when every relevant feature has degree < q. ``extra["selected"]`` is the set F
+    of the practical rule (probe, L, β); see :mod:`harness.random_subspace`.
+    """
+
+    name = "rs"
+    summary = "random subspace: accumulated MDI of trees grown on q random features"
+    parameters = SUBSPACE_PARAMETERS
