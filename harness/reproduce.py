@@ -1,0 +1,123 @@
+"""``python -m harness reproduce``: published results next to ours, one page per target.
+
+A target is a small class (module ``harness.reports.targets.<name>``) that runs its
+experiment and returns a :class:`TargetPage`: the side-by-side table (published | ours |
+difference, or the claims checked), its figures, the worst deviation in one line and a
+verdict. Pages are Markdown files in the gallery folder (``reports/gallery`` by default),
+with an ``index.md`` that lists every target, its worst deviation and its verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import pandas as pd
+
+from harness.errors import unknown_name
+
+TARGETS: dict[str, str] = {
+    "geurts2016-srs": "harness.reports.targets.geurts2016_srs:Geurts2016SRS",
+}
+VERDICTS = ("reproduced", "reproduced within Monte-Carlo error", "deviates")
+DEFAULT_GALLERY = Path("reports/gallery")
+
+
+@dataclass
+class TargetPage:
+    """What a target reports (see the module docstring)."""
+
+    table: pd.DataFrame
+    worst: str
+    verdict: str
+    scale: str
+    figures: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class Target:
+    """Base of the reproduction targets."""
+
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    source: ClassVar[str] = ""  # seed file and figure / table
+
+    def run(self, out_dir: Path, quick: bool,
+            progress: Callable[[str], None] | None = None) -> TargetPage:
+        raise NotImplementedError
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """A pipe table; floats with 4 significant digits, booleans as yes/no."""
+
+    def cell(value) -> str:
+        if isinstance(value, bool) or type(value).__name__ == "bool_":
+            return "yes" if value else "no"
+        if isinstance(value, float):
+            return f"{value:.4g}"
+        return str(value)
+
+    header = "| " + " | ".join(str(c) for c in table.columns) + " |"
+    rule = "|" + "---|" * len(table.columns)
+    body = ["| " + " | ".join(cell(v) for v in row) + " |"
+            for row in table.itertuples(index=False)]
+    return "\n".join([header, rule, *body])
+
+
+def load_target(name: str) -> Target:
+    if name not in TARGETS:
+        raise unknown_name("reproduction target", name, TARGETS)
+    module, _, attr = TARGETS[name].partition(":")
+    import importlib
+
+    return getattr(importlib.import_module(module), attr)()
+
+
+def write_page(target: Target, page: TargetPage, gallery: Path) -> Path:
+    """Write ``<name>.md`` (and a ``<name>.json`` summary for the index) into ``gallery``."""
+    if page.verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS}; got {page.verdict!r}")
+    gallery.mkdir(parents=True, exist_ok=True)
+    lines = [f"# {target.title}", "", f"Source: {target.source}", "",
+             f"Scale: {page.scale}", "", f"**Verdict: {page.verdict}.** Worst deviation: "
+             f"{page.worst}", "", markdown_table(page.table), ""]
+    for figure in page.figures:
+        lines += [f"![{figure.stem}]({figure.name})", ""]
+    if page.notes:
+        lines += ["## Notes", ""] + [f"- {note}" for note in page.notes] + [""]
+    path = gallery / f"{target.name}.md"
+    path.write_text("\n".join(lines))
+    summary = {"name": target.name, "title": target.title, "verdict": page.verdict,
+               "worst": page.worst, "scale": page.scale}
+    (gallery / f"{target.name}.json").write_text(json.dumps(summary, indent=1))
+    write_index(gallery)
+    return path
+
+
+def write_index(gallery: Path) -> Path:
+    """``index.md``: every target written so far, its worst deviation and verdict."""
+    rows = [json.loads(path.read_text()) for path in sorted(gallery.glob("*.json"))]
+    lines = ["# Reproduction gallery", "",
+             "Regenerate with `python -m harness reproduce all`.", "",
+             "| target | verdict | worst deviation | scale |", "|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| [{row['name']}]({row['name']}.md) | {row['verdict']} | "
+                     f"{row['worst']} | {row['scale']} |")
+    path = gallery / "index.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def reproduce(names: list[str], quick: bool, gallery: Path,
+              progress: Callable[[str], None] | None = None) -> list[Path]:
+    """Run the named targets (``["all"]`` for every one) and write their pages."""
+    chosen = list(TARGETS) if names == ["all"] else names
+    targets = [load_target(name) for name in chosen]  # every name checked before any run
+    pages = []
+    for target in targets:
+        page = target.run(gallery, quick, progress)
+        pages.append(write_page(target, page, gallery))
+    return pages

@@ -1,0 +1,1 @@
+"""Reproduction targets of ``python -m harness reproduce``, one module per published result."""
