@@ -16,6 +16,7 @@ DEFAULT_GRID = {
         # SAGE at a looser threshold and a small background, to stay within the budget
         "sage[n_background=16,thresh=0.05]", "tree_sage[thresh=0.05]",
         "tree_sage[imputation=marginal,n_background=16,thresh=0.05]",
+        "ufi", "mdi_oob", "shaff[n_subsets=32]", "rs[n_trees=50]", "srs[n_trees=50]",
     ],
     "seeds": [0],
     "max_explain": 200,
