@@ -5,6 +5,10 @@ experiment and returns a :class:`TargetPage`: the side-by-side table (published 
 difference, or the claims checked), its figures, the worst deviation in one line and a
 verdict. Pages are Markdown files in the gallery folder (``reports/gallery`` by default),
 with an ``index.md`` that lists every target, its worst deviation and its verdict.
+
+Targets run their forests through the ordinary runner (:meth:`TargetContext.compare`), into
+one store per target under ``runs/reproduce/`` (``<name>-quick`` for ``--quick``), so a
+re-run reuses every finished cell.
 """
 
 from __future__ import annotations
@@ -18,12 +22,43 @@ from typing import ClassVar
 import pandas as pd
 
 from harness.errors import unknown_name
+from harness.results import RunResults
 
 TARGETS: dict[str, str] = {
     "geurts2016-srs": "harness.reports.targets.geurts2016_srs:Geurts2016SRS",
 }
 VERDICTS = ("reproduced", "reproduced within Monte-Carlo error", "deviates")
 DEFAULT_GALLERY = Path("reports/gallery")
+DEFAULT_STORE = Path("runs/reproduce")
+
+
+@dataclass
+class TargetContext:
+    """Where a target writes (gallery, store) and how big it runs."""
+
+    gallery: Path
+    store_root: Path
+    quick: bool
+    jobs: int | None = None
+    progress: Callable[[str], None] | None = None
+
+    def store(self, name: str) -> Path:
+        return self.store_root / (f"{name}-quick" if self.quick else name)
+
+    def say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress(text)
+
+    def compare(self, name: str, **grid) -> RunResults:
+        """Run ``grid`` (``compare``'s arguments) into the target's store; return its
+        results. Cells stored by an earlier run are reused."""
+        from harness.runner import compare
+
+        folder = self.store(name)
+        self.say(f"{name}: running the grid in {folder}")
+        grid.setdefault("jobs", self.jobs)
+        compare(out=folder, reports=False, **grid)
+        return RunResults.open(folder)
 
 
 @dataclass
@@ -45,8 +80,7 @@ class Target:
     title: ClassVar[str] = ""
     source: ClassVar[str] = ""  # seed file and figure / table
 
-    def run(self, out_dir: Path, quick: bool,
-            progress: Callable[[str], None] | None = None) -> TargetPage:
+    def run(self, context: TargetContext) -> TargetPage:
         raise NotImplementedError
 
 
@@ -111,13 +145,16 @@ def write_index(gallery: Path) -> Path:
     return path
 
 
-def reproduce(names: list[str], quick: bool, gallery: Path,
+def reproduce(names: list[str], quick: bool, gallery: Path = DEFAULT_GALLERY,
+              store_root: Path = DEFAULT_STORE, jobs: int | None = None,
               progress: Callable[[str], None] | None = None) -> list[Path]:
     """Run the named targets (``["all"]`` for every one) and write their pages."""
     chosen = list(TARGETS) if names == ["all"] else names
     targets = [load_target(name) for name in chosen]  # every name checked before any run
+    context = TargetContext(Path(gallery), Path(store_root), quick, jobs, progress)
     pages = []
     for target in targets:
-        page = target.run(gallery, quick, progress)
-        pages.append(write_page(target, page, gallery))
+        context.say(f"{target.name}: start")
+        page = target.run(context)
+        pages.append(write_page(target, page, Path(gallery)))
     return pages

@@ -13,12 +13,14 @@ from harness.reproduce import TARGETS, VERDICTS, reproduce
 
 def test_unknown_target_is_refused_before_anything_runs(tmp_path):
     with pytest.raises(UnknownNameError, match="geurts2016-srs"):
-        reproduce(["geurts2016-srs", "no-such-target"], quick=True, gallery=tmp_path)
+        reproduce(["geurts2016-srs", "no-such-target"], quick=True, gallery=tmp_path,
+                  store_root=tmp_path / "runs")
     assert not any(tmp_path.iterdir())
 
 
 def test_geurts2016_srs_quick_page_states_what_its_curves_show(tmp_path):
-    [page] = reproduce(["geurts2016-srs"], quick=True, gallery=tmp_path)
+    [page] = reproduce(["geurts2016-srs"], quick=True, gallery=tmp_path,
+                       store_root=tmp_path / "runs")
     text = page.read_text()
     summary = json.loads((tmp_path / "geurts2016-srs.json").read_text())
     assert summary["verdict"] in VERDICTS and summary["scale"].startswith("quick")

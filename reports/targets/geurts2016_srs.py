@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -12,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from harness.reproduce import Target, TargetPage  # noqa: E402
+from harness.reproduce import Target, TargetContext, TargetPage  # noqa: E402
 from harness.subspace_experiment import (  # noqa: E402
     CurveSettings,
     claims,
@@ -32,7 +31,8 @@ class Geurts2016SRS(Target):
     randomization, probe rule L = 5, β = 95 %, averaged over random splits (the slides use
     50 splits and do not give α; we use α = 0.5, 2 splits, up to 2980 irrelevant features
     and 1500 trees to stay within the gallery's time budget). The slides publish curves,
-    not numbers: the claims are qualitative and checked as such.
+    not numbers: the claims are qualitative and checked as such. The trees are grown one by
+    one to record the curves, outside the runner (a curve is not a cell of the grid).
     """
 
     name = "geurts2016-srs"
@@ -41,13 +41,13 @@ class Geurts2016SRS(Target):
               "'Experiments: protocol' and 'Experiments: results'; Sutera et al., "
               "AISTATS 2018")
 
-    def run(self, out_dir: Path, quick: bool,
-            progress: Callable[[str], None] | None = None) -> TargetPage:
+    def run(self, context: TargetContext) -> TargetPage:
+        quick = context.quick
         settings = QUICK if quick else FULL
-        curves = run_curves(settings, progress)
+        curves = run_curves(settings, context.progress)
         scores = final_scores(curves)
         checks = claims(scores)
-        figure = self._figure(curves, out_dir)
+        figure = self._figure(curves, context.gallery)
         final = curves[curves["n_trees"] == settings.n_trees]
         selected = final.groupby("method")[["n_selected", "n_selected_relevant"]].mean()
         notes = [f"Claim '{claim}': {'holds' if holds else 'does not hold'}."
