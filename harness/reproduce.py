@@ -25,6 +25,14 @@ from harness.errors import unknown_name
 from harness.results import RunResults
 
 TARGETS: dict[str, str] = {
+    "louppe2013-led": "harness.reports.targets.louppe2013_led:Louppe2013LED",
+    "geurts-xor": "harness.reports.targets.geurts_xor:GeurtsXOR",
+    "sutera2021-table4": "harness.reports.targets.sutera2021_table4:Sutera2021Table4",
+    "sutera2021-fig1": "harness.reports.targets.sutera2021_fig1:Sutera2021Fig1",
+    "sutera2021-fig2": "harness.reports.targets.sutera2021_fig2:Sutera2021Fig2",
+    "sutera2021-fig3": "harness.reports.targets.sutera2021_fig3:Sutera2021Fig3",
+    "benard2022-sobol-mda": "harness.reports.targets.benard2022_sobol_mda:Benard2022SobolMDA",
+    "scornet-mdi-bias": "harness.reports.targets.scornet_mdi_bias:ScornetMDIBias",
     "geurts2016-srs": "harness.reports.targets.geurts2016_srs:Geurts2016SRS",
 }
 VERDICTS = ("reproduced", "reproduced within Monte-Carlo error", "deviates")
@@ -92,7 +100,7 @@ def markdown_table(table: pd.DataFrame) -> str:
             return "yes" if value else "no"
         if isinstance(value, float):
             return f"{value:.4g}"
-        return str(value)
+        return str(value).replace("|", "\\|")
 
     header = "| " + " | ".join(str(c) for c in table.columns) + " |"
     rule = "|" + "---|" * len(table.columns)
