@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness compare | list | report | bench``.
+"""Command line: ``python -m harness compare | list | report | bench | reproduce``.
 
 Bad input (unknown name, bad parameter, unreadable config) prints one line naming what is
 allowed and what was received, exits with code 2 and writes nothing.
@@ -76,6 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="recompute cells already stored")
     cmp.add_argument("--no-progress", action="store_true", help="no progress bar")
     commands.add_parser("list", help="methods and datasets with their parameters")
+    rpr = commands.add_parser("reproduce", help="reproduce published results as gallery pages")
+    rpr.add_argument("targets", nargs="*", metavar="TARGET",
+                     help="target names (see --list), or 'all'")
+    rpr.add_argument("--list", action="store_true", dest="list_targets",
+                     help="list the targets and their sources")
+    rpr.add_argument("--quick", action="store_true",
+                     help="reduced runs (fewer trees or rows, stated on each page)")
+    rpr.add_argument("--out", type=Path, default=None,
+                     help="gallery folder (default: reports/gallery)")
+    rpr.add_argument("--store", type=Path, default=None,
+                     help="where the targets' run stores live (default: runs/reproduce)")
+    rpr.add_argument("--jobs", type=int, help="cells run in parallel (default: number of CPUs)")
+    rpr.add_argument("--no-progress", action="store_true", help="no progress lines")
     rep = commands.add_parser("report", help="rebuild the reports of a run folder")
     rep.add_argument("out", type=Path)
     bench = commands.add_parser("bench", help="time methods as multiples of predict")
@@ -222,6 +235,27 @@ def _run_bench(args) -> int:
     return 0
 
 
+def _run_reproduce(args) -> int:
+    from harness import reproduce
+
+    if args.list_targets:
+        for name in reproduce.TARGETS:
+            target = reproduce.load_target(name)
+            print(f"{name:<22} {target.title}\n{'':<22} source: {target.source}")
+        return 0
+    if not args.targets:
+        raise HarnessError("Name the targets to reproduce, or 'all'; available targets: "
+                           f"{', '.join(reproduce.TARGETS)} (see --list).")
+    say = None if args.no_progress else (lambda text: print(text, file=sys.stderr))
+    pages = reproduce.reproduce(args.targets, args.quick,
+                                args.out or reproduce.DEFAULT_GALLERY,
+                                args.store or reproduce.DEFAULT_STORE, args.jobs, say)
+    for page in pages:
+        print(page)
+    print(f"index: {(args.out or reproduce.DEFAULT_GALLERY) / 'index.md'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -234,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run_list()
         if args.command == "bench":
             return _run_bench(args)
+        if args.command == "reproduce":
+            return _run_reproduce(args)
         for path in registry.build_reports(args.out):
             print(path)
         return 0

@@ -49,3 +49,17 @@ def test_every_registered_target_imports():
         target = load_target(name)
         assert target.name == name and target.source and target.title
     assert np.all([name == name.lower() for name in TARGETS])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["reproduce"], "Name the targets"),
+    (["reproduce", "nope"], "Unknown reproduction target 'nope'"),
+    (["reproduce", "geurts-xor", "nope"], "Unknown reproduction target 'nope'"),
+])
+def test_cli_bad_targets_are_one_line_and_write_nothing(tmp_path, capsys, argv, message):
+    from harness.cli import main
+
+    code = main([*argv, "--out", str(tmp_path / "gallery"), "--store", str(tmp_path / "runs")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0]
+    assert not any(tmp_path.iterdir())
