@@ -81,6 +81,16 @@ class IdentitySuite:
         total = imp.base_values + imp.values.sum(axis=1)
         return float(np.abs(total - predict_output(model, X)).max())
 
+    def track_treeshap_additivity(self, cache, dataset, forest):
+        import harness
+        from harness.forest import predict_output
+
+        model, X, _ = cache[(dataset, forest)]
+        params = {"output": "all_classes"} if hasattr(model, "classes_") else {}
+        imp = harness.explain("treeshap", model, X, **params)
+        total = imp.base_values + imp.values.sum(axis=1)
+        return float(np.abs(total - predict_output(model, X)).max())
+
     def track_mdi_rank_correlation_with_thm1(self, cache, dataset, forest):
         from scipy.stats import spearmanr
 

@@ -18,6 +18,9 @@ PROFILES = {
 FAST_METHOD_PARAMS = {
     "sage": {"n_background": 16, "max_permutations": 512, "batch_size": 128},
     "tree_sage": {"n_background": 16, "max_permutations": 512, "batch_size": 128},
+    "shaff": {"n_subsets": 16},
+    "rs": {"n_trees": 20},
+    "srs": {"n_trees": 20},
 }
 
 
