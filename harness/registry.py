@@ -48,6 +48,7 @@ BUILTIN_DATASETS: dict[str, str] = {
     "linear_gaussian": "harness.datasets.linear_gaussian:LinearGaussian",
     "ishigami": "harness.datasets.ishigami:Ishigami",
     "madelon_like": "harness.datasets.madelon_like:MadelonLike",
+    "sqrt_weights": "harness.datasets.scornet_sqrt:ScornetSqrt",
 }
 
 BUILTIN_REPORTS: dict[str, str] = {
