@@ -146,8 +146,9 @@ def write_index(gallery: Path) -> Path:
              "Regenerate with `python -m harness reproduce all`.", "",
              "| target | verdict | worst deviation | scale |", "|---|---|---|---|"]
     for row in rows:
+        worst, scale = (str(row[key]).replace("|", "\\|") for key in ("worst", "scale"))
         lines.append(f"| [{row['name']}]({row['name']}.md) | {row['verdict']} | "
-                     f"{row['worst']} | {row['scale']} |")
+                     f"{worst} | {scale} |")
     path = gallery / "index.md"
     path.write_text("\n".join(lines) + "\n")
     return path
