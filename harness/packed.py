@@ -31,6 +31,7 @@ class PackedForest:
     threshold: np.ndarray
     value: np.ndarray
     cover: np.ndarray  # weighted number of training samples reaching each node
+    impurity: np.ndarray  # node impurity i(t), float64 (bits for entropy)
     offsets: np.ndarray
     max_depth: int
     n_features: int
@@ -68,6 +69,7 @@ def pack_forest(model) -> PackedForest:
         threshold=np.concatenate([tree.threshold for tree in trees]).astype(np.float64),
         value=np.ascontiguousarray(np.concatenate([tree.value for tree in trees])),
         cover=np.concatenate([tree.weighted_n for tree in trees]).astype(np.float64),
+        impurity=np.concatenate([tree.impurity for tree in trees]).astype(np.float64),
         offsets=np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
         max_depth=max(int(est.tree_.max_depth) for est in model.estimators_),
         n_features=int(model.n_features_in_),

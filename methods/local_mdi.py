@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.forest import apply_leaves, flatten_forest, impurity_unit, path_accumulate
+from harness.forest import check_forest, impurity_unit
 from harness.method import ExplainData, Method
+from harness.path_kernels import compile_kernels, local_mdi_paths, path_forest
 from harness.types import Importances
 
 
@@ -16,7 +17,8 @@ class LocalMDI(Method):
     credited to the feature split on. Class-agnostic (one vector per sample). Identities:
     Σ_m Imp(X_m, x) = mean_T [i(root) - i(leaf_T(x))], and the mean over the training rows is
     the global MDI (Eq. 9; with bootstrap, the in-bag-count-weighted mean per tree).
-    Cost: one ``apply`` plus a gather per tree.
+    Cost: one compiled walk of each row's path per tree, about one ``predict``
+    (:func:`harness.path_kernels.local_mdi_paths`).
     """
 
     name = "local_mdi"
@@ -25,14 +27,15 @@ class LocalMDI(Method):
     summary = "local MDI (Sutera et al. 2021, Eq. 8), impurity units per sample"
     parameters = {}
 
+    @classmethod
+    def prepare(cls) -> None:
+        super().prepare()
+        compile_kernels()
+
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
-        trees = flatten_forest(model)
-        p = model.n_features_in_
-        leaves = apply_leaves(model, data.X)
-        total = np.zeros((data.X.shape[0], p))
-        for t, tree in enumerate(trees):
-            total += path_accumulate(tree, tree.impurity, p, sign=-1.0)[leaves[:, t]]
+        check_forest(model)
         return Importances(
-            values=total / len(trees), scope="local", feature_names=data.feature_names,
+            values=local_mdi_paths(path_forest(model), data.X), scope="local",
+            feature_names=data.feature_names,
             unit=impurity_unit(model), explains="impurity",
         )

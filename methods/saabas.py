@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.forest import apply_leaves, flatten_forest, is_classifier, path_accumulate
+from harness.forest import check_forest, is_classifier
 from harness.method import ExplainData, Method
 from harness.outputs import OUTPUT_PARAM, check_output, select_output
+from harness.path_kernels import compile_kernels, path_forest, saabas_paths
 from harness.types import Importances
 
 
@@ -16,7 +17,9 @@ class Saabas(Method):
     Node values v are class probabilities (classifiers) or means (regressors), so
     bias + Σ_j φ_j(x) equals the forest's ``predict_proba``/``predict`` exactly. Equals
     shap's ``TreeExplainer.shap_values(X, approximate=True)``. Classifiers explain the
-    predicted-class probability by default (Sutera et al. 2021); see ``output``.
+    predicted-class probability by default (Sutera et al. 2021); see ``output``. Cost: about
+    one ``predict`` (:func:`harness.path_kernels.saabas_paths`); a single class is
+    accumulated as scalars, all classes as one vector per path edge.
     """
 
     name = "saabas"
@@ -25,34 +28,38 @@ class Saabas(Method):
     summary = "Saabas path contributions; bias + Σ = prediction"
     parameters = {"output": OUTPUT_PARAM}
 
+    @classmethod
+    def prepare(cls) -> None:
+        super().prepare()
+        compile_kernels()
+
     def skip(self, model, data: ExplainData) -> str | None:
         return super().skip(model, data) or check_output(self.params["output"], model)
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
-        trees = flatten_forest(model)
-        p = model.n_features_in_
-        leaves = apply_leaves(model, data.X)
+        check_forest(model)
+        forest = path_forest(model)
+        output = self.params["output"]
         n = data.X.shape[0]
-        width = trees[0].value.shape[1]
-        contributions = np.zeros((n, p, width))
-        prediction = np.zeros((n, width))
-        bias = np.zeros(width)
-        for t, tree in enumerate(trees):
-            contributions += path_accumulate(tree, tree.value, p, sign=1.0)[leaves[:, t]]
-            prediction += tree.value[leaves[:, t]]
-            bias += tree.value[0]
-        contributions /= len(trees)
-        prediction /= len(trees)
-        base = np.broadcast_to(bias / len(trees), (n, width))
         if not is_classifier(model):
+            values, _, base = saabas_paths(forest, data.X)
             return Importances(
-                values=contributions[:, :, 0], scope="local", feature_names=data.feature_names,
-                unit="prediction", explains="prediction", base_values=base[:, 0].copy(),
+                values=values, scope="local", feature_names=data.feature_names,
+                unit="prediction", explains="prediction", base_values=base,
             )
-        values, base, explains = select_output(
-            contributions, base, prediction, self.params["output"], model.classes_
-        )
+        if output == "all_classes":
+            contributions, prediction, bias = saabas_paths(forest, data.X, -2)
+            values, base, explains = select_output(
+                contributions, np.broadcast_to(bias, (n, bias.size)), prediction, output,
+                model.classes_)
+            base = np.array(base)
+        elif output == "predicted_class":
+            values, _, base = saabas_paths(forest, data.X, -1)
+            explains = "predicted-class probability"
+        else:
+            values, _, base = saabas_paths(forest, data.X, output)
+            explains = f"probability of class {model.classes_[output]!r}"
         return Importances(
             values=values, scope="local", feature_names=data.feature_names,
-            unit="class probability", explains=explains, base_values=np.array(base),
+            unit="class probability", explains=explains, base_values=base,
         )

@@ -1,0 +1,180 @@
+"""The compiled path walks against the plain definition, walked in Python over ``est.tree_``."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_iris
+from sklearn.ensemble import (
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+
+import harness
+from harness import path_kernels
+from harness.path_kernels import local_mdi_paths, path_forest, saabas_paths
+
+ATOL = 1e-12
+
+
+def _plain_walk(model, X, quantity):
+    """Mean over trees of Σ_{edges t -> c on the path of x, v(t) = j} (q(c) - q(t)), plus the
+    mean leaf quantity: the definitions of Sutera et al. 2021 Eq. 8 and Saabas, routed as
+    scikit-learn routes (float32 rows, left when x <= threshold)."""
+    X32 = np.asarray(X, dtype=np.float32)
+    trees = [est.tree_ for est in model.estimators_]
+    width = quantity(trees[0]).shape[1]
+    out = np.zeros((X32.shape[0], X32.shape[1], width))
+    at_leaf = np.zeros((X32.shape[0], width))
+    for tree in trees:
+        q = quantity(tree)
+        for i, x in enumerate(X32):
+            node = 0
+            while tree.children_left[node] != -1:
+                f = tree.feature[node]
+                go_left = float(x[f]) <= tree.threshold[node]
+                child = tree.children_left[node] if go_left else tree.children_right[node]
+                out[i, f] += q[child] - q[node]
+                node = child
+            at_leaf[i] += q[node]
+    return out / len(trees), at_leaf / len(trees)
+
+
+def _impurity(tree):
+    return np.asarray(tree.impurity, dtype=float)[:, None]
+
+
+def _value(tree):
+    value = np.asarray(tree.value[:, 0, :], dtype=float)
+    if value.shape[1] == 1:  # regression: the node mean
+        return value
+    return value / value.sum(axis=1, keepdims=True)
+
+
+def _digits():
+    X, y = load_digits(return_X_y=True)
+    return X[:300], y[:300]
+
+
+FORESTS = {
+    "et_digits_max_features_1": (_digits, ExtraTreesClassifier(
+        12, max_features=1, criterion="entropy", random_state=0)),
+    "rf_breast_cancer": (lambda: load_breast_cancer(return_X_y=True),
+                         RandomForestClassifier(8, random_state=1)),
+    "et_diabetes_max_features_1": (lambda: load_diabetes(return_X_y=True),
+                                   ExtraTreesRegressor(8, max_features=1, random_state=2)),
+    "rf_diabetes": (lambda: load_diabetes(return_X_y=True),
+                    RandomForestRegressor(8, max_depth=10, random_state=3)),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(FORESTS))
+def fitted(request):
+    data, forest = FORESTS[request.param]
+    X, y = data()
+    rows = np.random.default_rng(0).permutation(len(X))
+    train, explain = rows[: len(X) // 2], rows[::7]  # explained rows: half unseen
+    return forest.fit(X[train], y[train]), X[explain]
+
+
+def test_local_mdi_equals_the_plain_path_walk(fitted):
+    model, X = fitted
+    expected, _ = _plain_walk(model, X, _impurity)
+    np.testing.assert_allclose(local_mdi_paths(path_forest(model), X), -expected[:, :, 0],
+                               rtol=0, atol=ATOL)
+
+
+def test_saabas_equals_the_plain_path_walk_for_every_output(fitted):
+    model, X = fitted
+    expected, prediction = _plain_walk(model, X, _value)
+    forest = path_forest(model)
+    bias = np.mean([_value(est.tree_)[0] for est in model.estimators_], axis=0)
+    if not hasattr(model, "classes_"):
+        values, _, base = saabas_paths(forest, X)
+        np.testing.assert_allclose(values, expected[:, :, 0], rtol=0, atol=ATOL)
+        np.testing.assert_allclose(base, bias[0], rtol=0, atol=ATOL)
+        return
+    every, proba, base = saabas_paths(forest, X, -2)
+    np.testing.assert_allclose(every, expected, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(proba, prediction, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(base, bias, rtol=0, atol=ATOL)
+    cls = np.argmax(proba, axis=1)
+    rows = np.arange(len(X))
+    chosen, _, base = saabas_paths(forest, X, -1)
+    np.testing.assert_array_equal(chosen, every[rows, :, cls])  # same sums, same order
+    np.testing.assert_array_equal(base, bias[cls])
+    fixed, _, _ = saabas_paths(forest, X, 1)
+    np.testing.assert_array_equal(fixed, every[:, :, 1])
+
+
+def test_predicted_class_is_right_when_the_guess_from_the_first_trees_is_wrong(monkeypatch):
+    X, y = load_iris(return_X_y=True)
+    model = ExtraTreesClassifier(15, max_features=1, max_depth=3, random_state=0).fit(X, y)
+    first = model.estimators_[0].predict_proba(X.astype(np.float32)).argmax(axis=1)
+    assert np.sum(first != model.predict_proba(X).argmax(axis=1)) > 5  # the case is exercised
+    monkeypatch.setattr(path_kernels, "GUESS_TREES", 1)
+    forest = path_forest(model)
+    chosen, proba, _ = saabas_paths(forest, X, -1)
+    every, _, _ = saabas_paths(forest, X, -2)
+    np.testing.assert_array_equal(chosen, every[np.arange(len(X)), :, proba.argmax(axis=1)])
+
+
+def test_ties_go_to_the_first_class_as_in_argmax():
+    X, y = load_iris(return_X_y=True)
+    model = ExtraTreesClassifier(2, max_features=1, random_state=0).fit(X[::2], y[::2])
+    _, proba, _ = saabas_paths(path_forest(model), X, -2)
+    assert np.any(proba.max(axis=1) == 0.5)  # two trees that disagree: exact ties
+    imp = harness.explain("saabas", model, X)
+    every = harness.explain("saabas", model, X, output="all_classes")
+    cls = proba.argmax(axis=1)
+    np.testing.assert_array_equal(imp.values, every.values[np.arange(len(X)), :, cls])
+    np.testing.assert_array_equal(imp.base_values, every.base_values[np.arange(len(X)), cls])
+
+
+def test_rows_on_a_threshold_are_routed_as_scikit_learn_routes():
+    """Rows whose float32 value equals a split threshold, or lies just above it in float64."""
+    X, y = load_diabetes(return_X_y=True)
+    model = RandomForestRegressor(5, max_depth=6, random_state=0).fit(X[:200], y[:200])
+    tree = model.estimators_[0].tree_
+    inner = tree.children_left >= 0
+    probes = np.repeat(X[:1], inner.sum() * 2, axis=0)
+    for k, (f, t) in enumerate(zip(tree.feature[inner], tree.threshold[inner])):
+        probes[2 * k, f] = np.float32(t)  # may round up above the float64 threshold
+        probes[2 * k + 1, f] = np.nextafter(np.float32(t), np.float32(np.inf))
+    values, _, base = saabas_paths(path_forest(model), probes)
+    np.testing.assert_allclose(base + values.sum(axis=1), model.predict(probes), rtol=0,
+                               atol=1e-9)
+    expected, _ = _plain_walk(model, probes, _value)
+    np.testing.assert_allclose(values, expected[:, :, 0], rtol=0, atol=ATOL)
+
+
+def test_results_do_not_depend_on_the_number_of_threads():
+    threads = min(2, numba.config.NUMBA_NUM_THREADS)
+    if threads < 2:
+        pytest.skip("numba has a single thread here")
+    X, y = _digits()
+    model = ExtraTreesClassifier(10, max_features=1, random_state=0).fit(X, y)
+    forest = path_forest(model)
+    before = numba.get_num_threads()
+    try:
+        runs = []
+        for count in (1, threads):
+            numba.set_num_threads(count)
+            runs.append((local_mdi_paths(forest, X), saabas_paths(forest, X, -1)[0],
+                         saabas_paths(forest, X, -2)[0]))
+    finally:
+        numba.set_num_threads(before)
+    for one, many in zip(*runs):
+        np.testing.assert_array_equal(one, many)
+
+
+def test_saabas_equals_shap_approximate_to_1e_9(fitted):
+    shap = pytest.importorskip("shap")
+    model, X = fitted
+    params = {"output": "all_classes"} if hasattr(model, "classes_") else {}
+    ours = harness.explain("saabas", model, X, **params).values
+    theirs = shap.TreeExplainer(model).shap_values(X, approximate=True, check_additivity=False)
+    np.testing.assert_allclose(ours, np.asarray(theirs).reshape(ours.shape), rtol=0, atol=1e-9)
