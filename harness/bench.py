@@ -1,14 +1,28 @@
-"""``python -m harness bench``: method time as a multiple of the forest's own predict.
+"""``python -m harness bench``: method time as a multiple of the forest's own predict, and
+side by side with other libraries.
 
 Every case fits one scikit-learn forest on all its rows and, in one process, times the
-forest's ``predict`` / ``predict_proba`` on those rows and each method on the same rows
-(best of ``repeat`` runs, or one run when a run takes longer than ``LONG_RUN`` seconds, after
-an untimed warm-up that compiles the kernels). Ratios, not seconds, are the figures to compare
+forest's ``predict`` / ``predict_proba`` on the explained rows and each method on the same
+rows (best of ``repeat`` runs, or one run when a run takes longer than ``LONG_RUN`` seconds,
+after an untimed warm-up that compiles the kernels). A case may explain only its first rows
+with an expensive method (``BenchCase.rows``). Ratios, not seconds, are the figures to compare
 across machines. The out-of-bag methods get the training rows (here all rows); ``mda_test``
-gets the same rows as a stand-in held-out set. A method may name a reference method of the
-same case (e.g. ``tree_sage`` against ``sage``): its row then gives the speed-up over the
-reference and, for estimates with a std, the largest |difference| in units of the combined
-std.
+gets the same rows as a stand-in held-out set.
+
+A method may be paired with another library's implementation of the same quantity
+(:mod:`harness.bench_tools`: shap, treeinterpreter, fasttreeshap, scikit-learn's
+``permutation_importance``) or with a reference method of the same case (``tree_sage``
+against ``sage``); the row then gives the other's time, the speed-up over it and the largest
+difference of the values: absolute where both compute the same numbers, in units of the
+combined std where they estimate the same quantity from other random draws.
+
+The table (``bench.json``, one record per row) has the columns ``case``, ``method``,
+``n_rows``, ``seconds``, ``predict_seconds``, ``ratio_to_predict``, ``target_ratio``,
+``reference`` (the other tool or method, or None), ``reference_status`` ("ok", "not
+installed" or "error: ..."), ``reference_seconds``, ``reference_ratio_to_predict``,
+``speedup`` (reference seconds / ours), ``target_speedup``, ``max_abs_diff``,
+``max_diff_in_std``, ``note``, ``threads`` (numba threads) and ``meets_target`` (None where
+no target is set).
 """
 
 from __future__ import annotations
@@ -18,15 +32,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numba
 import numpy as np
 import pandas as pd
 from sklearn.datasets import load_breast_cancer, load_digits, make_friedman1
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier, RandomForestRegressor
 
+from harness.bench_tools import TOOLS, aligned, missing
 from harness.errors import unknown_name
 from harness.forest import predict_output
 
 LONG_RUN = 5.0  # seconds: a method this slow is timed once
+NAN = float("nan")
+COLUMNS = ("case", "method", "n_rows", "seconds", "predict_seconds", "ratio_to_predict",
+           "target_ratio", "reference", "reference_status", "reference_seconds",
+           "reference_ratio_to_predict", "speedup", "target_speedup", "max_abs_diff",
+           "max_diff_in_std", "note", "threads", "meets_target")
 
 
 def _digits() -> tuple[np.ndarray, np.ndarray]:
@@ -48,12 +69,13 @@ def _benard2022() -> tuple[np.ndarray, np.ndarray]:
     return dataset.X, dataset.y
 
 
-OOB_METHODS = ("mda_test", "mda_bc", "mda_ik", "sobol_mda")
-OOB_TARGETS = {"mda_bc": 20.0, "mda_ik": 20.0, "sobol_mda": 50.0}
-SAGE_METHODS = ("sage", "tree_sage", "tree_sage[imputation=marginal]")
-# tree SAGE against sage at the same threshold, rows, background and loss: minimum speed-ups
-SAGE_TARGETS = {"tree_sage": 10.0, "tree_sage[imputation=marginal]": 3.0}
-SAGE_WARM_UP = {"max_permutations": 8, "batch_size": 8}
+@dataclass(frozen=True)
+class Pair:
+    """Our method spec beside another library's ``tool`` (a key of ``bench_tools.TOOLS``)."""
+
+    method: str
+    tool: str
+    min_speedup: float = NAN
 
 
 @dataclass(frozen=True)
@@ -62,8 +84,9 @@ class BenchCase:
 
     ``methods`` are method specs (``tree_sage[imputation=marginal]``); ``targets`` maps a
     spec to the largest ratio to predict it may take, ``speedup_targets`` to the smallest
-    speed-up over its ``references`` entry; ``warm_up`` gives parameters for a cheap
-    untimed first run (default: a full run).
+    speed-up over its ``references`` entry; ``pairs`` set methods beside other libraries;
+    ``rows`` limits a spec to the first rows; ``warm_up`` gives parameters for a cheap
+    untimed first run (default: a full run, or the first rows for a spec in ``rows``).
     """
 
     name: str
@@ -75,6 +98,44 @@ class BenchCase:
     references: dict[str, str] = field(default_factory=dict)
     speedup_targets: dict[str, float] = field(default_factory=dict)
     warm_up: dict[str, dict] = field(default_factory=dict)
+    pairs: tuple[Pair, ...] = ()
+    rows: dict[str, int] = field(default_factory=dict)
+
+
+OOB_METHODS = ("mda_test", "mda_bc", "mda_ik", "sobol_mda")
+OOB_TARGETS = {"mda_bc": 20.0, "mda_ik": 20.0, "sobol_mda": 50.0}
+SAGE_METHODS = ("sage", "tree_sage", "tree_sage[imputation=marginal]")
+# tree SAGE against sage at the same threshold, rows, background and loss: minimum speed-ups
+SAGE_TARGETS = {"tree_sage": 10.0, "tree_sage[imputation=marginal]": 3.0}
+SAGE_WARM_UP = {"max_permutations": 8, "batch_size": 8}
+# TreeSHAP is timed on the first rows only (interventional: with those rows as background):
+# on one loaded core shap took 0.5 s a row path-dependent on A1 (100 trees ~28 deep), 0.1 s
+# on C, and 0.5 s a row interventional with 50 background rows on A1
+TREESHAP_ROWS, INTERVENTIONAL_ROWS = 100, 30
+PATH_TARGETS = {"local_mdi": 1.0, "saabas": 1.0}
+
+
+def _path_case(name: str, description: str, data, forest, classifier: bool,
+               extra: tuple[str, ...] = (), targets: dict | None = None,
+               saabas_speedup: float = NAN, treeshap_rows: int = TREESHAP_ROWS) -> BenchCase:
+    """A case for the path decompositions and TreeSHAP beside shap, treeinterpreter and
+    fasttreeshap (classifiers explain every class, as those libraries do)."""
+    every = "[output=all_classes]" if classifier else ""
+    saabas = ("saabas", f"saabas{every}") if classifier else ("saabas",)
+    treeshap = f"treeshap{every}"
+    interventional = (f"treeshap[n_background={INTERVENTIONAL_ROWS},"
+                      f"{'output=all_classes,' if classifier else ''}perturbation=interventional]")
+    pairs = [Pair(spec, tool, saabas_speedup if spec == "saabas" and tool.startswith("shap")
+                  else NAN)
+             for spec in saabas for tool in ("shap approximate", "treeinterpreter")]
+    pairs += [Pair(treeshap, "shap path-dependent"), Pair(treeshap, "fasttreeshap"),
+              Pair(interventional, "shap interventional")]
+    pairs += [Pair("mda_test", "sklearn permutation_importance")] * ("mda_test" in extra)
+    return BenchCase(
+        name, description, data, forest,
+        extra + ("local_mdi", *saabas, treeshap, interventional),
+        {**PATH_TARGETS, **(targets or {})}, pairs=tuple(pairs),
+        rows={treeshap: treeshap_rows, interventional: INTERVENTIONAL_ROWS})
 
 
 def _sage_case(name, description, data, forest) -> BenchCase:
@@ -85,9 +146,23 @@ def _sage_case(name, description, data, forest) -> BenchCase:
 
 
 CASES = {
-    "C": BenchCase(
+    "A1": _path_case(
+        "A1", "digits (1797 x 64, 10 classes), ExtraTreesClassifier(100, max_features=1, "
+        "criterion='entropy')", _digits,
+        lambda: ExtraTreesClassifier(n_estimators=100, max_features=1, criterion="entropy",
+                                     random_state=0), True, saabas_speedup=2.0,
+        treeshap_rows=25),
+    "A2": _path_case(
+        "A2", "digits, ExtraTreesClassifier(100, max_features='sqrt', criterion='entropy')",
+        _digits, lambda: ExtraTreesClassifier(n_estimators=100, max_features="sqrt",
+                                              criterion="entropy", random_state=0), True),
+    "B": _path_case(
+        "B", "breast cancer (569 x 30), RandomForestClassifier(500)", _breast_cancer,
+        lambda: RandomForestClassifier(n_estimators=500, random_state=0), True, ("mda_test",),
+        targets={"saabas": NAN}),
+    "C": _path_case(
         "C", "make_friedman1(n_samples=2000, n_features=10), RandomForestRegressor(300)",
-        _friedman1, lambda: RandomForestRegressor(n_estimators=300, random_state=0),
+        _friedman1, lambda: RandomForestRegressor(n_estimators=300, random_state=0), False,
         OOB_METHODS, OOB_TARGETS),
     "benard2022": BenchCase(
         "benard2022", "Bénard et al. p = 200 grouped Gaussians (n = 1000), "
@@ -120,21 +195,71 @@ def timed(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return best, result
 
 
-def _difference_in_std(ours, theirs) -> float:
-    if ours.std is None or theirs.std is None:
-        return float("nan")
-    combined = np.sqrt(np.asarray(ours.std) ** 2 + np.asarray(theirs.std) ** 2)
-    return float(np.max(np.abs(ours.values - theirs.values) / np.maximum(combined, 1e-300)))
+def _difference_in_std(ours_values, ours_std, theirs_values, theirs_std) -> float:
+    if ours_std is None or theirs_std is None:
+        return NAN
+    combined = np.sqrt(np.asarray(ours_std) ** 2 + np.asarray(theirs_std) ** 2)
+    gap = np.abs(np.asarray(ours_values) - np.asarray(theirs_values))
+    return float(np.max(gap / np.maximum(combined, 1e-300)))
+
+
+def _beside_tool(row: dict, pair: Pair, ours, model, X, y, params: dict, repeat: int,
+                 runs: dict) -> None:
+    """Fill the reference columns of ``row`` by running ``pair.tool`` on the same rows (or
+    reusing its run in ``runs`` with the same rows and parameters)."""
+    tool = TOOLS[pair.tool]
+    row.update(reference=tool.name, target_speedup=pair.min_speedup)
+    reason = missing(tool.module)
+    if reason:
+        row["reference_status"] = reason
+        return
+    key = (tool.name, X.shape[0], *(params.get(name) for name in tool.uses))
+    try:
+        if key not in runs:
+            runs[key] = timed(lambda: tool.run(model, X, y, params), repeat)
+        seconds, theirs = runs[key]
+        values = aligned(np.asarray(theirs.values, dtype=float), ours.values, model, X)
+    except Exception as exc:  # noqa: BLE001 (another library's failure is a row, not a crash)
+        row["reference_status"] = f"error: {type(exc).__name__}: {exc}"[:200]
+        return
+    row.update(reference_status="ok", reference_seconds=seconds,
+               reference_ratio_to_predict=seconds / row["predict_seconds"],
+               speedup=seconds / row["seconds"])
+    if tool.same_draws:
+        row["max_abs_diff"] = float(np.max(np.abs(ours.values - values)))
+    else:
+        row["note"] = "different permutations"
+        row["max_diff_in_std"] = _difference_in_std(ours.values, ours.std, values, theirs.std)
+
+
+def _meets(row: dict) -> bool | None:
+    checks = []
+    if row["target_ratio"] == row["target_ratio"]:
+        checks.append(row["ratio_to_predict"] <= row["target_ratio"])
+    if row["target_speedup"] == row["target_speedup"] and row["speedup"] == row["speedup"]:
+        checks.append(row["speedup"] >= row["target_speedup"])
+    return bool(all(checks)) if checks else None
+
+
+def _plan(names: list[str], methods: list[str] | None) -> list[tuple[BenchCase, list[str]]]:
+    plan = []
+    for name in names:
+        case = CASES[name]
+        chosen = [spec for spec in case.methods
+                  if not methods or spec in methods or spec.split("[")[0] in methods]
+        if chosen:
+            plan.append((case, chosen))
+    return plan
 
 
 def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
-              repeat: int = 3, on_step: Callable[[str], None] | None = None) -> pd.DataFrame:
-    """Time each case's methods against the forest's predict; one row per (case, method).
+              repeat: int = 3,
+              on_step: Callable[[str, int, int], None] | None = None) -> pd.DataFrame:
+    """Time each case's methods against the forest's predict and beside their pairs.
 
-    Columns: ``case``, ``method``, ``seconds``, ``predict_seconds``, ``ratio_to_predict``,
-    ``target_ratio``, ``reference``, ``speedup``, ``target_speedup``, ``max_diff_in_std``
-    and ``meets_target`` (None where no target is set). ``methods`` filters by spec or by
-    method name.
+    One row per (case, method) and per pair of it (see the module docstring for the
+    columns). ``methods`` filters by spec or by method name; ``on_step(text, done, total)``
+    reports progress.
     """
     from harness.api import explain
     from harness.cells import expand_methods
@@ -143,46 +268,69 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
     for name in names:
         if name not in CASES:
             raise unknown_name("bench case", name, list(CASES))
-    step = on_step or (lambda text: None)
+    plan = _plan(names, methods)
+    total = sum(1 + len(chosen) + sum(pair.method in chosen for pair in case.pairs)
+                for case, chosen in plan)
+    done = 0
+
+    def step(text: str) -> None:
+        if on_step:
+            on_step(text, done, total)
+
     rows = []
-    for name in names:
-        case = CASES[name]
-        chosen = [spec for spec in case.methods
-                  if not methods or spec in methods or spec.split("[")[0] in methods]
-        if not chosen:
-            continue
-        step(f"{name}: fitting")
+    for case, chosen in plan:
+        step(f"{case.name}: fitting")
         X, y = case.data()
         model = case.forest().fit(X, y)
-        predict_seconds, _ = timed(lambda: predict_output(model, X), repeat)  # noqa: B023
-        results = {}
+        done += 1
+        predict_seconds: dict[int, float] = {}
+        results, tool_runs = {}, {}
         for spec in chosen:
-            step(f"{name}: {spec}")
+            step(f"{case.name}: {spec}")
+            n = min(case.rows.get(spec, len(X)), len(X))
+            Xn, yn = X[:n], y[:n]
+            if n not in predict_seconds:
+                predict_seconds[n] = timed(lambda: predict_output(model, Xn), repeat)[0]  # noqa: B023
             method = expand_methods([spec])[0]
             warm = case.warm_up.get(spec)
             warm_method = expand_methods([{"name": method.name, **method.params, **warm}])[0] \
                 if warm else method
-            explain(warm_method, model, X, y)  # compile kernels, fill shared caches
-            seconds, result = timed(lambda: explain(method, model, X, y), repeat)  # noqa: B023
+            cheap = spec in case.rows and not warm
+            explain(warm_method, model, Xn[:8] if cheap else Xn, yn[:8] if cheap else yn)
+            seconds, result = timed(lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
+            done += 1
             results[spec] = (seconds, result)
-            row = {"case": name, "method": spec, "seconds": seconds,
-                   "predict_seconds": predict_seconds,
-                   "ratio_to_predict": seconds / predict_seconds,
-                   "target_ratio": case.targets.get(spec, float("nan")),
-                   "reference": case.references.get(spec), "speedup": float("nan"),
-                   "target_speedup": case.speedup_targets.get(spec, float("nan")),
-                   "max_diff_in_std": float("nan")}
+            base = {"case": case.name, "method": spec, "n_rows": n, "seconds": seconds,
+                    "predict_seconds": predict_seconds[n],
+                    "ratio_to_predict": seconds / predict_seconds[n],
+                    "target_ratio": case.targets.get(spec, NAN), "reference": None,
+                    "reference_status": None, "reference_seconds": NAN,
+                    "reference_ratio_to_predict": NAN, "speedup": NAN,
+                    "target_speedup": case.speedup_targets.get(spec, NAN),
+                    "max_abs_diff": NAN, "max_diff_in_std": NAN, "note": None,
+                    "threads": numba.get_num_threads()}
+            pairs = [pair for pair in case.pairs if pair.method == spec]
             reference = case.references.get(spec)
             if reference in results:
-                row["speedup"] = results[reference][0] / seconds
+                base.update(reference=reference, reference_status="ok",
+                            reference_seconds=results[reference][0],
+                            reference_ratio_to_predict=results[reference][0] / base[
+                                "predict_seconds"],
+                            speedup=results[reference][0] / seconds)
                 if spec.startswith("tree_sage[imputation=marginal"):
-                    row["max_diff_in_std"] = _difference_in_std(result, results[reference][1])
-            checks = []
-            if row["target_ratio"] == row["target_ratio"]:
-                checks.append(row["ratio_to_predict"] <= row["target_ratio"])
-            if row["target_speedup"] == row["target_speedup"] and row["speedup"] == row[
-                    "speedup"]:
-                checks.append(row["speedup"] >= row["target_speedup"])
-            row["meets_target"] = bool(all(checks)) if checks else None
-            rows.append(row)
-    return pd.DataFrame(rows)
+                    theirs = results[reference][1]
+                    base["max_diff_in_std"] = _difference_in_std(
+                        result.values, result.std, theirs.values, theirs.std)
+            for pair in pairs:
+                step(f"{case.name}: {spec} vs {pair.tool}")
+                row = dict(base)
+                _beside_tool(row, pair, result, model, Xn, yn, method.params, repeat,
+                             tool_runs)
+                row["meets_target"] = _meets(row)
+                rows.append(row)
+                done += 1
+            if not pairs:
+                base["meets_target"] = _meets(base)
+                rows.append(base)
+    step("done")
+    return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -91,14 +91,16 @@ def build_parser() -> argparse.ArgumentParser:
     rpr.add_argument("--no-progress", action="store_true", help="no progress lines")
     rep = commands.add_parser("report", help="rebuild the reports of a run folder")
     rep.add_argument("out", type=Path)
-    bench = commands.add_parser("bench", help="time methods as multiples of predict")
+    bench = commands.add_parser(
+        "bench", help="time methods as multiples of predict, beside shap and others")
     bench.add_argument("--case", action="append", metavar="NAME",
                        help="bench case (repeatable; default: all)")
     bench.add_argument("--method", action="append", metavar="NAME",
                        help="only these methods (repeatable)")
     bench.add_argument("--repeat", type=int, default=3, help="timed runs, best kept (3)")
-    bench.add_argument("--threads", type=int, default=None,
-                       help="threads of the compiled kernels (default: all cores)")
+    bench.add_argument("--threads", type=int, default=1,
+                       help="threads of the compiled kernels (default 1: the forest's "
+                            "predict and the other libraries run on one thread)")
     bench.add_argument("--out", type=Path, default=Path("runs/bench/bench.json"),
                        help="where to write the table as JSON (runs/bench/bench.json)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -200,6 +202,15 @@ def _run_list() -> int:
     return 0
 
 
+BENCH_COLUMNS = {
+    "case": "case", "method": "method", "n_rows": "rows", "seconds": "seconds",
+    "ratio_to_predict": "x predict", "target_ratio": "max x", "reference": "versus",
+    "reference_status": "status", "reference_seconds": "its seconds", "speedup": "speed-up",
+    "target_speedup": "min speed-up", "max_abs_diff": "max|diff|",
+    "max_diff_in_std": "max|diff|/std", "note": "note", "meets_target": "meets",
+}
+
+
 def _run_bench(args) -> int:
     from tqdm import tqdm
 
@@ -214,10 +225,15 @@ def _run_bench(args) -> int:
             raise HarnessError(f"--threads must be in [1, {numba.config.NUMBA_NUM_THREADS}]; "
                                f"got {args.threads}.")
         numba.set_num_threads(args.threads)
-    bar = tqdm(file=sys.stderr, disable=args.no_progress, bar_format="{desc} [{elapsed}]")
+    bar = tqdm(file=sys.stderr, disable=args.no_progress, unit="step", dynamic_ncols=True)
+
+    def progress(text: str, done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+        bar.set_description_str(text[:60])
+
     try:
-        table = run_bench(args.case, args.method, args.repeat,
-                          on_step=lambda text: bar.set_description_str(text))
+        table = run_bench(args.case, args.method, args.repeat, on_step=progress)
     finally:
         bar.close()
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -225,10 +241,7 @@ def _run_bench(args) -> int:
     if table.empty:
         print("no timings: no method of these cases matches --method")
         return 0
-    shown = table.rename(columns={
-        "ratio_to_predict": "x predict", "target_ratio": "max x", "speedup": "speed-up",
-        "target_speedup": "min speed-up", "max_diff_in_std": "max|diff|/std",
-        "meets_target": "meets"}).dropna(axis=1, how="all")
+    shown = table[list(BENCH_COLUMNS)].rename(columns=BENCH_COLUMNS).dropna(axis=1, how="all")
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     missed = table[table["meets_target"] == False]  # noqa: E712 (None = no target)
     print(f"{len(table)} timings, {len(missed)} miss their target; table: {args.out}")
@@ -247,12 +260,12 @@ def _run_reproduce(args) -> int:
         raise HarnessError("Name the targets to reproduce, or 'all'; available targets: "
                            f"{', '.join(reproduce.TARGETS)} (see --list).")
     say = None if args.no_progress else (lambda text: print(text, file=sys.stderr))
-    pages = reproduce.reproduce(args.targets, args.quick,
-                                args.out or reproduce.DEFAULT_GALLERY,
+    gallery = args.out or reproduce.DEFAULT_GALLERY
+    pages = reproduce.reproduce(args.targets, args.quick, gallery,
                                 args.store or reproduce.DEFAULT_STORE, args.jobs, say)
     for page in pages:
         print(page)
-    print(f"index: {(args.out or reproduce.DEFAULT_GALLERY) / 'index.md'}")
+    print(f"index: {gallery / 'index.md'}")
     return 0
 
 

@@ -1,21 +1,25 @@
-"""``python -m harness bench``: bad input, and the ratio table on a tiny case."""
+"""``python -m harness bench``: bad input, the ratio table, and the pairs with other libraries
+on tiny forests."""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 
 import numpy as np
-from sklearn.datasets import make_friedman1
-from sklearn.ensemble import RandomForestRegressor
+import pytest
+from sklearn.datasets import load_iris, make_friedman1
+from sklearn.ensemble import ExtraTreesClassifier, RandomForestRegressor
 
-from harness import bench
+from harness import bench, bench_tools
 from harness.cli import main
 
 
 def test_unknown_case_is_one_line_exit_2(capsys):
     assert main(["bench", "--case", "nope", "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert "Unknown bench case 'nope'. Available bench cases: C, benard2022, sage-A2," in err
+    assert "Unknown bench case 'nope'. Available bench cases: A1, A2, B, C, benard2022," in err
 
 
 def test_bench_table_divides_each_method_by_predict(tmp_path, monkeypatch, capsys):
@@ -32,5 +36,107 @@ def test_bench_table_divides_each_method_by_predict(tmp_path, monkeypatch, capsy
     assert [row["method"] for row in rows] == ["mda_bc", "sobol_mda"]
     for row in rows:
         assert np.isclose(row["ratio_to_predict"], row["seconds"] / row["predict_seconds"])
+        assert row["threads"] == 1
     assert [row["meets_target"] for row in rows] == [True, False]
     assert "2 timings, 1 miss their target" in capsys.readouterr().out
+
+
+def _iris():
+    X, y = load_iris(return_X_y=True)
+    return X[::3], y[::3]
+
+
+def _phantom(model, X, y, params):  # pragma: no cover - its package never imports
+    raise AssertionError("a tool that is not installed must not run")
+
+
+@pytest.fixture(scope="module")
+def tiny_pairs(tmp_path_factory):
+    """A tiny classifier case whose methods sit beside shap, a tool that is not installed and
+    scikit-learn's permutation_importance, run once through the CLI."""
+    pytest.importorskip("shap")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _run_tiny_pairs(monkeypatch, tmp_path_factory.mktemp("bench"))
+
+
+def _run_tiny_pairs(monkeypatch, tmp_path) -> dict[str, dict]:
+    monkeypatch.setitem(bench_tools.TOOLS, "phantom", bench_tools.Tool(
+        "phantom", "harness_no_such_package_anywhere", _phantom))
+    every = "saabas[output=all_classes]"
+    interventional = "treeshap[n_background=10,output=all_classes,perturbation=interventional]"
+    case = bench.BenchCase(
+        "tiny-pairs", "iris (50 rows), ExtraTreesClassifier(8, max_features=1)", _iris,
+        lambda: ExtraTreesClassifier(n_estimators=8, max_features=1, random_state=0),
+        ("local_mdi", "saabas", every, "treeshap[output=all_classes]", interventional,
+         "mda_test"),
+        {"local_mdi": 1e9},
+        pairs=(bench.Pair("local_mdi", "phantom"),
+               bench.Pair("saabas", "shap approximate", min_speedup=1e-9),
+               bench.Pair(every, "shap approximate"),
+               bench.Pair("treeshap[output=all_classes]", "shap path-dependent"),
+               bench.Pair(interventional, "shap interventional"),
+               bench.Pair("mda_test", "sklearn permutation_importance")),
+        rows={"treeshap[output=all_classes]": 20, interventional: 10})
+    monkeypatch.setitem(bench.CASES, "tiny-pairs", case)
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--case", "tiny-pairs", "--repeat", "1", "--out", str(out),
+                 "--no-progress"]) == 0
+    return {row["method"] + " | " + str(row["reference"]): row
+            for row in json.loads(out.read_text())}
+
+
+def test_bench_json_has_the_documented_fields(tiny_pairs):
+    documented = set(re.findall(r"``(\w+)``", bench.__doc__))
+    for row in tiny_pairs.values():
+        assert set(row) == set(bench.COLUMNS)
+    assert set(bench.COLUMNS) <= documented
+
+
+def test_saabas_agrees_with_shap_approximate(tiny_pairs):
+    for method in ("saabas", "saabas[output=all_classes]"):
+        row = tiny_pairs[f"{method} | shap approximate"]
+        assert row["reference_status"] == "ok"
+        assert row["max_abs_diff"] < 1e-9
+        assert np.isclose(row["speedup"], row["reference_seconds"] / row["seconds"])
+        assert np.isclose(row["reference_ratio_to_predict"],
+                          row["reference_seconds"] / row["predict_seconds"])
+    assert tiny_pairs["saabas | shap approximate"]["meets_target"] is True
+
+
+def test_a_missing_tool_is_not_installed_and_the_bench_goes_on(tiny_pairs):
+    row = tiny_pairs["local_mdi | phantom"]
+    assert row["reference_status"] == "not installed"
+    assert row["reference_seconds"] is None and row["speedup"] is None  # NaN in JSON
+    assert row["meets_target"] is True  # the ratio target alone
+    assert bench_tools.missing("harness_no_such_package_anywhere") == "not installed"
+
+
+def test_treeshap_rows_are_timed_on_their_first_rows_beside_shap(tiny_pairs):
+    exact = tiny_pairs["treeshap[output=all_classes] | shap path-dependent"]
+    assert exact["n_rows"] == 20 and exact["reference_status"] == "ok"
+    assert exact["max_abs_diff"] < 1e-9
+    interventional = next(row for key, row in tiny_pairs.items()
+                          if key.endswith("| shap interventional"))
+    assert interventional["n_rows"] == 10 and interventional["reference_status"] == "ok"
+    assert interventional["max_abs_diff"] < 1e-6  # shap's interventional code is float32
+
+
+def test_mda_test_beside_permutation_importance_is_compared_in_std_units(tiny_pairs):
+    row = tiny_pairs["mda_test | sklearn permutation_importance"]
+    assert row["reference_status"] == "ok" and row["note"] == "different permutations"
+    assert row["max_abs_diff"] is None
+    assert math.isfinite(row["max_diff_in_std"])
+
+
+def test_permutation_importance_estimates_what_mda_test_estimates():
+    """Same rows, repeats and loss: with many repeats both means meet (in std units)."""
+    X, y = make_friedman1(n_samples=150, random_state=1)
+    model = RandomForestRegressor(n_estimators=10, random_state=0).fit(X, y)
+    import harness
+
+    ours = harness.explain("mda_test", model, X, y, n_repeats=30)
+    theirs = bench_tools.TOOLS["sklearn permutation_importance"].run(
+        model, X, y, {"n_repeats": 30})
+    gap = np.abs(ours.values - theirs.values)
+    standard_error = np.sqrt((ours.std ** 2 + theirs.std ** 2) / 30)
+    assert np.all(gap < 5 * standard_error + 1e-12)
