@@ -16,6 +16,17 @@ def _methods():
     return list(harness.list_methods()["name"])
 
 
+def _additivity_residual(method: str, model, X) -> float:
+    """max |base + Σ_j φ_j(x) − prediction| over rows and classes."""
+    import harness
+    from harness.forest import predict_output
+
+    params = {"output": "all_classes"} if hasattr(model, "classes_") else {}
+    imp = harness.explain(method, model, X, **params)
+    total = imp.base_values + imp.values.sum(axis=1)
+    return float(np.abs(total - predict_output(model, X)).max())
+
+
 class ExplainSuite:
     """``time_explain`` and ``peakmem_explain`` for every method x dataset x forest."""
 
@@ -72,24 +83,10 @@ class IdentitySuite:
         return float(np.abs(local - harness.explain("mdi", model, train).values).max())
 
     def track_saabas_additivity(self, cache, dataset, forest):
-        import harness
-        from harness.forest import predict_output
-
-        model, X, _ = cache[(dataset, forest)]
-        params = {"output": "all_classes"} if hasattr(model, "classes_") else {}
-        imp = harness.explain("saabas", model, X, **params)
-        total = imp.base_values + imp.values.sum(axis=1)
-        return float(np.abs(total - predict_output(model, X)).max())
+        return _additivity_residual("saabas", *cache[(dataset, forest)][:2])
 
     def track_treeshap_additivity(self, cache, dataset, forest):
-        import harness
-        from harness.forest import predict_output
-
-        model, X, _ = cache[(dataset, forest)]
-        params = {"output": "all_classes"} if hasattr(model, "classes_") else {}
-        imp = harness.explain("treeshap", model, X, **params)
-        total = imp.base_values + imp.values.sum(axis=1)
-        return float(np.abs(total - predict_output(model, X)).max())
+        return _additivity_residual("treeshap", *cache[(dataset, forest)][:2])
 
     def track_mdi_rank_correlation_with_thm1(self, cache, dataset, forest):
         from scipy.stats import spearmanr

@@ -33,7 +33,8 @@ from harness.permutations import GOLDEN64, MUL64_B, mix64
 
 
 @njit(cache=True)
-def _node_hash(node):
+def node_hash(node):
+    """64-bit hash of a packed node id; a set of nodes is keyed by the sum of its hashes."""
     return mix64(np.uint64(node) * GOLDEN64 + MUL64_B)
 
 
@@ -46,7 +47,7 @@ def _level_keys(left, right, feature, threshold, start, X32, row, u, j, cur, nxt
     """
     cur[0] = u
     size = 1
-    keys[0] = _node_hash(start + u)
+    keys[0] = node_hash(start + u)
     n_levels = 1
     leaves_key = np.uint64(0)
     while True:
@@ -56,17 +57,17 @@ def _level_keys(left, right, feature, threshold, start, X32, row, u, j, cur, nxt
             node = cur[q]
             at = start + node
             if left[at] == -1:
-                leaves_key += _node_hash(at)
+                leaves_key += node_hash(at)
             elif feature[at] == j:
                 nxt[n_next] = left[at]
                 nxt[n_next + 1] = right[at]
                 n_next += 2
-                next_key += _node_hash(start + left[at]) + _node_hash(start + right[at])
+                next_key += node_hash(start + left[at]) + node_hash(start + right[at])
             else:
                 taken = child(left, right, feature, threshold, start, node, X32, row)
                 nxt[n_next] = taken
                 n_next += 1
-                next_key += _node_hash(start + taken)
+                next_key += node_hash(start + taken)
         if n_next == 0:
             return n_levels
         keys[n_levels] = leaves_key + next_key
@@ -76,7 +77,9 @@ def _level_keys(left, right, feature, threshold, start, X32, row, u, j, cur, nxt
 
 
 @njit(cache=True)
-def _slot(table_keys, table_stamp, generation, key, mask):
+def table_slot(table_keys, table_stamp, generation, key, mask):
+    """Open-addressing slot of ``key``: its own, or the first one not stamped with
+    ``generation`` (a table is reset by bumping the generation)."""
     at = np.int64(key & np.uint64(mask))
     while table_stamp[at] == generation and table_keys[at] != key:
         at = (at + 1) & mask
@@ -156,7 +159,7 @@ def projected_oob_shift(left, right, feature, threshold, value, offsets, max_dep
                 n_levels = _level_keys(left, right, feature, threshold, start, X32, row,
                                        in_node[k], j, cur, nxt, keys)
                 for level in range(n_levels):
-                    at = _slot(table_keys, table_stamp, generation, keys[level], mask)
+                    at = table_slot(table_keys, table_stamp, generation, keys[level], mask)
                     if table_stamp[at] != generation:
                         table_stamp[at] = generation
                         table_keys[at] = keys[level]
@@ -172,7 +175,7 @@ def projected_oob_shift(left, right, feature, threshold, value, offsets, max_dep
                                        out_node[k], j, cur, nxt, keys)
                 chosen = -1
                 for level in range(n_levels):
-                    at = _slot(table_keys, table_stamp, generation, keys[level], mask)
+                    at = table_slot(table_keys, table_stamp, generation, keys[level], mask)
                     if table_stamp[at] != generation:
                         break
                     chosen = at

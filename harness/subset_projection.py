@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit, prange
 
 from harness.packed import child
-from harness.permutations import GOLDEN64, MUL64_B, mix64
+from harness.projection import node_hash, table_slot
 
 
 @njit(cache=True)
@@ -33,7 +33,7 @@ def _leaf_hashes(left, right, start, size):
     total = np.zeros(size, dtype=np.uint64)
     for node in range(size - 1, -1, -1):
         if left[start + node] == -1:
-            total[node] = mix64(np.uint64(start + node) * GOLDEN64 + MUL64_B)
+            total[node] = node_hash(start + node)
         else:
             total[node] = total[left[start + node]] + total[right[start + node]]
     return total
@@ -79,14 +79,6 @@ def _projected_cell(left, right, feature, threshold, cover, value, start, X32, r
     for k in range(fallback.shape[0]):
         fallback[k] /= mass
     return key
-
-
-@njit(cache=True)
-def _slot(keys, stamps, generation, key, mask):
-    at = np.int64(key & np.uint64(mask))
-    while stamps[at] == generation and keys[at] != key:
-        at = (at + 1) & mask
-    return at
 
 
 @njit(parallel=True, cache=True)
@@ -144,7 +136,7 @@ def projected_oob_predictions(left, right, feature, threshold, cover, value, off
                     continue
                 key = _projected_cell(left, right, feature, threshold, cover, value, start,
                                       X32, i, keep[s], below, hashes, stack, fallback)
-                at = _slot(table_keys, stamps, generation, key, mask)
+                at = table_slot(table_keys, stamps, generation, key, mask)
                 if stamps[at] != generation:
                     stamps[at] = generation
                     table_keys[at] = key
@@ -158,7 +150,7 @@ def projected_oob_predictions(left, right, feature, threshold, cover, value, off
                     continue
                 key = _projected_cell(left, right, feature, threshold, cover, value, start,
                                       X32, i, keep[s], below, hashes, stack, fallback)
-                at = _slot(table_keys, stamps, generation, key, mask)
+                at = table_slot(table_keys, stamps, generation, key, mask)
                 if stamps[at] == generation:
                     for k in range(n_values):
                         total[s, i, k] += sums[at, k] / weights[at]
