@@ -1,4 +1,4 @@
-"""TreeSHAP (Lundberg et al. 2020): shap's TreeExplainer, or the harness's float64 kernel."""
+"""TreeSHAP (Lundberg et al. 2020): the harness's float64 kernels, or shap's TreeExplainer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from harness.forest import check_forest, flatten_forest, is_classifier, predict_
 from harness.interventional_shap import compile_kernel, interventional_shap
 from harness.method import ExplainData, Method
 from harness.outputs import OUTPUT_PARAM, check_output, select_output
+from harness.packed import pack_forest
 from harness.params import Interval, Options, Param
+from harness.treeshap_kernel import compile_kernel as compile_path_dependent_kernel
+from harness.treeshap_kernel import path_dependent_shap
 from harness.types import Importances
 
 
@@ -16,22 +19,26 @@ class TreeSHAP(Method):
     """Exact TreeSHAP values of the forest's prediction (Lundberg et al. 2020).
 
     ``perturbation="tree_path_dependent"`` uses the node covers as the conditional
-    distribution (Alg. 2, shap's TreeExplainer). ``"interventional"`` integrates absent
+    distribution (Alg. 1-2, shap's TreeExplainer). ``"interventional"`` integrates absent
     features over a background of ``n_background`` rows drawn with the seed from the explained
-    rows; by default (``backend="auto"``) it runs the harness's double-precision kernel
-    (:mod:`harness.interventional_shap`), because shap's interventional code is single
+    rows. By default (``backend="auto"``, same as ``"harness"``) both run the harness's
+    double-precision kernels. Path-dependent: :mod:`harness.treeshap_kernel`, exact by
+    Gauss-Legendre quadrature of the Shapley integral; it equals shap's values to rounding
+    (< 1e-12) and brute-force Shapley values of the cover game to 1e-12, and is 4-8x faster
+    than shap on one thread on the benchmark forests (deep ones gain most). Interventional:
+    :mod:`harness.interventional_shap`, because shap's interventional code is single
     precision and its routing can differ from scikit-learn's float32 routing (measured: up to
     8e-8 off in additivity on probabilities, and whole leaves off on a deep regression forest),
     while ours matches brute-force Shapley values of ``model.predict`` to 1e-13.
-    ``backend="shap"`` forces shap. base + Σ_j φ_j(x) = prediction; classifiers explain the
-    predicted-class probability by default (Sutera et al. 2021).
+    ``backend="shap"`` forces shap for both. base + Σ_j φ_j(x) = prediction; classifiers
+    explain the predicted-class probability by default (Sutera et al. 2021).
     """
 
     name = "treeshap"
     scope = "local"
     family = "shapley"
     requires = ("shap",)
-    summary = "TreeSHAP, path-dependent (shap) or interventional (float64 kernel)"
+    summary = "TreeSHAP, path-dependent or interventional (float64 kernels, or shap)"
     parameters = {
         "perturbation": Param(
             "tree_path_dependent",
@@ -41,7 +48,7 @@ class TreeSHAP(Method):
         "n_background": Param(100, (Interval(int, 1, None, "left"),),
                               "background rows (interventional only)"),
         "backend": Param("auto", (Options({"auto", "shap", "harness"}),),
-                         "auto: shap for path-dependent, harness kernel for interventional"),
+                         "auto/harness: the harness's float64 kernels; shap: shap's"),
         "output": OUTPUT_PARAM,
     }
 
@@ -49,11 +56,9 @@ class TreeSHAP(Method):
     def prepare(cls) -> None:
         super().prepare()
         compile_kernel()
+        compile_path_dependent_kernel()
 
     def skip(self, model, data: ExplainData) -> str | None:
-        if (self.params["backend"] == "harness"
-                and self.params["perturbation"] == "tree_path_dependent"):
-            return "backend='harness' offers only perturbation='interventional' so far."
         return super().skip(model, data) or check_output(self.params["output"], model)
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
@@ -68,13 +73,16 @@ class TreeSHAP(Method):
                 phi = self._shap(model, X, background)
             else:
                 phi = interventional_shap(flatten_forest(model), X, background)
-        else:
+        elif self.params["backend"] == "shap":
             background = None
             import shap
 
             explainer = shap.TreeExplainer(model, feature_perturbation="tree_path_dependent")
             phi = np.asarray(explainer.shap_values(X, check_additivity=False), dtype=float)
             expected = np.atleast_1d(np.asarray(explainer.expected_value, dtype=float))
+        else:
+            background = None
+            phi, expected = path_dependent_shap(pack_forest(model), X)
         phi = phi.reshape(n, X.shape[1], -1)
         base = np.broadcast_to(expected, (n, expected.size))
         extra = {"n_background": 0 if background is None else int(background.shape[0])}
