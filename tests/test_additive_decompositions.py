@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import math
-
 import numpy as np
 import pytest
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestRegressor
@@ -12,6 +9,7 @@ from sklearn.ensemble import ExtraTreesClassifier, RandomForestRegressor
 import harness
 from harness.forest import flatten_forest
 from harness.interventional_shap import interventional_shap
+from tests.shapley_by_subsets import shapley_by_subsets
 
 shap = pytest.importorskip("shap")
 
@@ -76,14 +74,7 @@ def _brute_force_interventional(model, x, background):
         hybrid[:, list(subset)] = x[list(subset)]
         return model.predict(hybrid).mean()
 
-    phi = np.zeros(p)
-    for j in range(p):
-        others = [k for k in range(p) if k != j]
-        for size in range(p):
-            weight = math.factorial(size) * math.factorial(p - size - 1) / math.factorial(p)
-            for subset in itertools.combinations(others, size):
-                phi[j] += weight * (value(subset + (j,)) - value(subset))
-    return phi
+    return shapley_by_subsets(p, value)
 
 
 def test_interventional_kernel_equals_brute_force_shapley(diabetes):

@@ -4,7 +4,6 @@ the Shapley formula, efficiency, null variables, and the analytic Shapley effect
 from __future__ import annotations
 
 import itertools
-import math
 import warnings
 
 import numpy as np
@@ -16,8 +15,9 @@ import harness
 from harness.api import load_dataset
 from harness.oob import inbag_of, target_matrix
 from harness.packed import as_float32_rows, pack_forest
-from harness.shaff_estimator import all_subsets, design, shapley_operator
+from harness.shaff_estimator import all_subsets, shapley_kernel, shapley_operator
 from harness.subset_projection import projected_oob_predictions
+from tests.shapley_by_subsets import shapley_by_subsets
 
 warnings.filterwarnings("ignore", message="Some inputs do not have OOB scores")
 
@@ -99,17 +99,6 @@ def test_projection_on_all_variables_is_the_oob_prediction():
     assert n_fallback[0] == 0
 
 
-def _shapley_formula(v: dict, p: int) -> np.ndarray:
-    phi = np.zeros(p)
-    for j in range(p):
-        others = [k for k in range(p) if k != j]
-        for size in range(p):
-            for subset in itertools.combinations(others, size):
-                weight = math.factorial(size) * math.factorial(p - size - 1) / math.factorial(p)
-                phi[j] += weight * (v[frozenset(subset) | {j}] - v[frozenset(subset)])
-    return phi
-
-
 def test_the_regression_over_all_subsets_is_the_shapley_formula():
     p = 5
     rng = np.random.default_rng(0)
@@ -119,11 +108,12 @@ def test_the_regression_over_all_subsets_is_the_shapley_formula():
             v[frozenset(subset)] = rng.random()
     v[frozenset(range(p))] = 1.7
     keep = all_subsets(p)
-    weight = design.__globals__["shapley_kernel"](p, keep.sum(axis=1))
+    weight = shapley_kernel(p, keep.sum(axis=1))
     operator, full_weight = shapley_operator(keep, weight)
     values = np.array([v[frozenset(np.flatnonzero(row))] for row in keep])
     estimate = operator @ values + full_weight * 1.7
-    np.testing.assert_allclose(estimate, _shapley_formula(v, p), rtol=0, atol=1e-10)
+    expected = shapley_by_subsets(p, lambda subset: v[frozenset(subset)])
+    np.testing.assert_allclose(estimate, expected, rtol=0, atol=1e-10)
 
 
 @pytest.mark.parametrize("n_subsets", [1000, 24])

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import math
-
 import numpy as np
 import pytest
 from sklearn.ensemble import (
@@ -16,6 +13,7 @@ from sklearn.ensemble import (
 
 from harness.packed import pack_forest
 from harness.treeshap_kernel import path_dependent_shap
+from tests.shapley_by_subsets import shapley_by_subsets
 
 shap = pytest.importorskip("shap")
 
@@ -155,17 +153,10 @@ def _brute_force(model, x):
     p = x.size
 
     def value(subset):
-        return np.mean([_conditional_expectation(est.tree_, x, set(subset))
-                        for est in model.estimators_], axis=0)
+        return np.atleast_1d(np.mean([_conditional_expectation(est.tree_, x, set(subset))
+                                      for est in model.estimators_], axis=0))
 
-    phi = np.zeros((p, np.atleast_1d(value(())).size))
-    for j in range(p):
-        others = [k for k in range(p) if k != j]
-        for size in range(p):
-            weight = math.factorial(size) * math.factorial(p - size - 1) / math.factorial(p)
-            for subset in itertools.combinations(others, size):
-                phi[j] += weight * (value(subset + (j,)) - value(subset))
-    return phi
+    return shapley_by_subsets(p, value)
 
 
 @pytest.mark.parametrize("kind", ["regressor", "classifier"])
