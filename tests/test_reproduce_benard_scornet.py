@@ -8,24 +8,14 @@ import pytest
 from harness.datasets.scornet_sqrt import sqrt_weights_truth
 from harness.reports.targets.benard2022_sobol_mda import PUBLISHED
 from harness.reproduce import VERDICTS, reproduce
-from harness.results import RunResults
+from tests.gallery_pages import cell_timestamps, page_header, page_rows
 
 TARGETS = ["benard2022-sobol-mda", "scornet-mdi-bias"]
 
 
-def _table(page_text: str) -> list[list[str]]:
-    rows = [line for line in page_text.splitlines() if line.startswith("| ")]
-    return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in rows[1:]]
-
-
-def _header(page_text: str) -> list[str]:
-    line = next(line for line in page_text.splitlines() if line.startswith("| "))
-    return [cell.strip() for cell in line.strip("|").split(" | ")]
-
-
 def _rows(gallery, name: str) -> list[dict[str, str]]:
     text = (gallery / f"{name}.md").read_text()
-    return [dict(zip(_header(text), row, strict=True)) for row in _table(text)]
+    return [dict(zip(page_header(text), row, strict=True)) for row in page_rows(text)]
 
 
 @pytest.fixture(scope="module")
@@ -124,11 +114,7 @@ def test_scornet_quick_claims(gallery):
 @pytest.mark.parametrize("name", TARGETS)
 def test_rerun_reuses_every_stored_cell(gallery, name):
     store = gallery / "runs" / f"{name}-quick"
-    before = RunResults.open(store)
-    created = dict(zip(before.cells["key"], before.cells["created"], strict=True))
-    before.close()
+    created = cell_timestamps(store)
     assert created
     reproduce([name], quick=True, gallery=gallery, store_root=gallery / "runs")
-    after = RunResults.open(store)
-    assert dict(zip(after.cells["key"], after.cells["created"], strict=True)) == created
-    after.close()
+    assert cell_timestamps(store) == created

@@ -9,12 +9,7 @@ import pytest
 
 from harness.reports.targets.louppe2013_led import PUBLISHED
 from harness.reproduce import reproduce
-from harness.results import RunResults
-
-
-def _table(page_text: str) -> list[list[str]]:
-    rows = [line for line in page_text.splitlines() if line.startswith("| ")]
-    return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in rows[1:]]
+from tests.gallery_pages import cell_timestamps, page_rows
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +21,7 @@ def gallery(tmp_path_factory):
 
 
 def test_led_page_thm1_column_is_the_truncated_exact_value(gallery):
-    rows = _table((gallery / "louppe2013-led.md").read_text())
+    rows = page_rows((gallery / "louppe2013-led.md").read_text())
     thm1 = [row for row in rows if row[0] == "Thm1"]
     assert len(thm1) == 7
     for row in thm1:
@@ -38,7 +33,7 @@ def test_led_page_paper_rule_matches_every_published_column(gallery):
     """The exact paper-rule values are computed, not sampled: the 0.005 bound is the noise of
     the published K = 1 column around the exact Thm 1 (0.0048), which the paper estimated
     with 10 000 trees."""
-    rows = _table((gallery / "louppe2013-led.md").read_text())
+    rows = page_rows((gallery / "louppe2013-led.md").read_text())
     by_k = [row for row in rows if row[0] != "Thm1"]
     assert len(by_k) == 49
     for row in by_k:
@@ -50,26 +45,22 @@ def test_led_page_paper_rule_matches_every_published_column(gallery):
 
 
 def test_led_forests_agree_with_the_exact_sklearn_rule(gallery):
-    rows = _table((gallery / "louppe2013-led.md").read_text())
+    rows = page_rows((gallery / "louppe2013-led.md").read_text())
     z = np.array([float(r[8]) / float(r[6]) for r in rows if r[0] != "Thm1"])
     assert np.mean(z**2) < 3  # χ²/dof; 49 terms, P(> 3) is negligible when the oracle is right
 
 
 def test_rerun_reuses_every_stored_cell(gallery):
     store = gallery / "runs" / "louppe2013-led-quick"
-    before = RunResults.open(store)
-    created = dict(zip(before.cells["key"], before.cells["created"], strict=True))
-    before.close()
+    created = cell_timestamps(store)
     reproduce(["louppe2013-led"], quick=True, gallery=gallery, store_root=gallery / "runs")
-    after = RunResults.open(store)
-    assert dict(zip(after.cells["key"], after.cells["created"], strict=True)) == created
-    after.close()
+    assert cell_timestamps(store) == created
 
 
 def test_xor_page(gallery):
     text = (gallery / "geurts-xor.md").read_text()
     assert "**Verdict: reproduced.**" in text
-    rows = {row[0]: row for row in _table(text)}
+    rows = {row[0]: row for row in page_rows(text)}
     assert float(rows["Imp(X3)"][2]) > float(rows["Imp(X1)"][2])
     assert float(rows["Imp(X3)"][3]) > float(rows["Imp(X1)"][3])  # forests too
     assert float(rows["Imp(X1), depth 1"][2]) == 0.0  # X1 alone carries no information

@@ -15,25 +15,14 @@ import pytest
 
 from harness.reports.targets.sutera2021_table4 import PUBLISHED, Z_LIMIT
 from harness.reproduce import VERDICTS, reproduce
-from harness.results import RunResults
+from tests.gallery_pages import cell_timestamps, page_header, page_rows
 
 NAMES = ["sutera2021-table4", "sutera2021-fig1", "sutera2021-fig2", "sutera2021-fig3"]
 STORES = ["sutera2021-local-quick", "sutera2021-fig1-quick"]
 
 
 def _table(page_text: str) -> pd.DataFrame:
-    lines = [line for line in page_text.splitlines() if line.startswith("| ")]
-    header = [cell.strip() for cell in lines[0].strip("|").split(" | ")]
-    rows = [[cell.strip() for cell in line.strip("|").split(" | ")] for line in lines[1:]]
-    return pd.DataFrame(rows, columns=header)
-
-
-def _created(store) -> dict:
-    results = RunResults.open(store)
-    try:
-        return dict(zip(results.cells["key"], results.cells["created"]))
-    finally:
-        results.close()
+    return pd.DataFrame(page_rows(page_text), columns=page_header(page_text))
 
 
 @pytest.fixture(scope="module")
@@ -146,8 +135,8 @@ def test_fig3_exact_checks(gallery):
 
 
 def test_rerun_reuses_every_stored_cell(gallery):
-    before = {store: _created(gallery / "runs" / store) for store in STORES}
+    before = {store: cell_timestamps(gallery / "runs" / store) for store in STORES}
     assert all(before.values())
     reproduce(NAMES, quick=True, gallery=gallery, store_root=gallery / "runs")
-    after = {store: _created(gallery / "runs" / store) for store in STORES}
+    after = {store: cell_timestamps(gallery / "runs" / store) for store in STORES}
     assert after == before
