@@ -21,13 +21,19 @@ The table (``bench.json``, one record per row) has the columns ``case``, ``metho
 ``reference`` (the other tool or method, or None), ``reference_status`` ("ok", "not
 installed" or "error: ..."), ``reference_seconds``, ``reference_ratio_to_predict``,
 ``speedup`` (reference seconds / ours), ``target_speedup``, ``max_abs_diff``,
-``max_diff_in_std``, ``note``, ``threads`` (numba threads) and ``meets_target`` (None where
-no target is set).
+``max_diff_in_std``, ``note``, ``threads`` (numba threads), ``peak_mib`` (the largest
+memory in use above the start of the run, during the timed runs: numpy and numba arrays,
+traced by ``tracemalloc``), ``memory_ratio`` (peak over the output's size plus the packed
+forest's), ``target_memory_ratio`` and ``meets_target`` (every set target met; None where
+no target is set). The memory target (issue 6: within 2x of output + flattened forest)
+applies to every method but ``sage``, which wraps another package (not traced, so that
+tracing does not slow its Python loops).
 """
 
 from __future__ import annotations
 
 import time
+import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,13 +47,15 @@ from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier, Rando
 from harness.bench_tools import TOOLS, aligned, missing
 from harness.errors import unknown_name
 from harness.forest import predict_output
+from harness.packed import pack_forest
 
 LONG_RUN = 5.0  # seconds: a method this slow is timed once
 NAN = float("nan")
 COLUMNS = ("case", "method", "n_rows", "seconds", "predict_seconds", "ratio_to_predict",
            "target_ratio", "reference", "reference_status", "reference_seconds",
            "reference_ratio_to_predict", "speedup", "target_speedup", "max_abs_diff",
-           "max_diff_in_std", "note", "threads", "meets_target")
+           "max_diff_in_std", "note", "threads", "peak_mib", "memory_ratio",
+           "target_memory_ratio", "meets_target")
 
 
 def _digits() -> tuple[np.ndarray, np.ndarray]:
@@ -117,6 +125,9 @@ PATH_TARGETS = {"local_mdi": 1.0, "saabas": 1.0}
 # scikit-learn's permutation_importance at the same n_repeats
 TREESHAP_SPEEDUPS = {"A1": 10.0, "A2": 3.0, "B": 3.0, "C": 5.0}
 MDA_TEST_SPEEDUP = 3.0
+# issue 6: peak memory of an explain within 2x of its output size plus the flattened forest
+MEMORY_TARGET = 2.0
+UNTRACED_METHODS = ("sage",)
 
 
 def _path_case(name: str, description: str, data, forest, classifier: bool,
@@ -202,6 +213,27 @@ def timed(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return best, result
 
 
+def traced_peak(call: Callable[[], Any]) -> tuple[int, Any]:
+    """Peak bytes allocated above the start while ``call`` runs (numpy and numba arrays
+    included: both allocate through Python's traced allocator), and its result."""
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    start = tracemalloc.get_traced_memory()[0]
+    try:
+        result = call()
+        return tracemalloc.get_traced_memory()[1] - start, result
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+
+
+def _output_bytes(result) -> int:
+    return sum(array.nbytes for array in (result.values, result.std, result.base_values)
+               if array is not None)
+
+
 def _difference_in_std(ours_values, ours_std, theirs_values, theirs_std) -> float:
     if ours_std is None or theirs_std is None:
         return NAN
@@ -245,6 +277,8 @@ def _meets(row: dict) -> bool | None:
         checks.append(row["ratio_to_predict"] <= row["target_ratio"])
     if row["target_speedup"] == row["target_speedup"] and row["speedup"] == row["speedup"]:
         checks.append(row["speedup"] >= row["target_speedup"])
+    if row["target_memory_ratio"] == row["target_memory_ratio"]:
+        checks.append(row["memory_ratio"] <= row["target_memory_ratio"])
     return bool(all(checks)) if checks else None
 
 
@@ -289,6 +323,7 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
         step(f"{case.name}: fitting")
         X, y = case.data()
         model = case.forest().fit(X, y)
+        forest_bytes = pack_forest(model).nbytes
         done += 1
         predict_seconds: dict[int, float] = {}
         results, tool_runs = {}, {}
@@ -304,7 +339,13 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
                 if warm else method
             cheap = spec in case.rows and not warm
             explain(warm_method, model, Xn[:8] if cheap else Xn, yn[:8] if cheap else yn)
-            seconds, result = timed(lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
+            traced = method.name not in UNTRACED_METHODS
+            if traced:
+                peak, (seconds, result) = traced_peak(
+                    lambda: timed(lambda: explain(method, model, Xn, yn), repeat))  # noqa: B023
+            else:
+                peak = None
+                seconds, result = timed(lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
             done += 1
             results[spec] = (seconds, result)
             base = {"case": case.name, "method": spec, "n_rows": n, "seconds": seconds,
@@ -315,7 +356,11 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
                     "reference_ratio_to_predict": NAN, "speedup": NAN,
                     "target_speedup": case.speedup_targets.get(spec, NAN),
                     "max_abs_diff": NAN, "max_diff_in_std": NAN, "note": None,
-                    "threads": numba.get_num_threads()}
+                    "threads": numba.get_num_threads(), "peak_mib": NAN,
+                    "memory_ratio": NAN, "target_memory_ratio": NAN}
+            if traced:
+                base.update(peak_mib=peak / 2**20, target_memory_ratio=MEMORY_TARGET,
+                            memory_ratio=peak / (_output_bytes(result) + forest_bytes))
             pairs = [pair for pair in case.pairs if pair.method == spec]
             reference = case.references.get(spec)
             if reference in results:

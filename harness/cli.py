@@ -207,7 +207,8 @@ BENCH_COLUMNS = {
     "ratio_to_predict": "x predict", "target_ratio": "max x", "reference": "versus",
     "reference_status": "status", "reference_seconds": "its seconds", "speedup": "speed-up",
     "target_speedup": "min speed-up", "max_abs_diff": "max|diff|",
-    "max_diff_in_std": "max|diff|/std", "note": "note", "meets_target": "meets",
+    "max_diff_in_std": "max|diff|/std", "note": "note", "memory_ratio": "memory x",
+    "meets_target": "meets",
 }
 
 

@@ -25,6 +25,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from harness.packed import PackedForest, as_float32_rows
+
 if "NUMBA_THREADING_LAYER" not in os.environ:
     # The runner forks one process per cell, and GNU OpenMP (numba's usual layer) aborts a
     # forked child once the parent has used it; numba's own work queue is fork-safe.
@@ -99,39 +101,36 @@ def _tree_shap(X, Z, left, right, feature, threshold, value, out):
                 out[i, j, c] += phi[j, c]
 
 
-def interventional_shap(trees, X: np.ndarray, background: np.ndarray) -> np.ndarray:
+def interventional_shap(forest: PackedForest, X: np.ndarray,
+                        background: np.ndarray) -> np.ndarray:
     """Interventional Shapley values of a forest, shape (n, p, n_values).
 
     Parameters
     ----------
-    trees : list of harness.forest.FlatTree
+    forest : PackedForest
+        From :func:`harness.packed.pack_forest` (each tree is a view into it, not a copy).
     X : ndarray of shape (n, p)
         Rows to explain.
     background : ndarray of shape (m, p)
         Rows over which absent features are integrated (the marginal distribution).
     """
-    X32 = np.ascontiguousarray(X, dtype=np.float32)
-    Z32 = np.ascontiguousarray(background, dtype=np.float32)
-    n, p = X32.shape
-    width = trees[0].value.shape[1]
-    out = np.zeros((n, p, width))
-    for tree in trees:
-        _tree_shap(X32, Z32, tree.left.astype(np.int64), tree.right.astype(np.int64),
-                   tree.feature.astype(np.int64), tree.threshold.astype(np.float64),
-                   np.ascontiguousarray(tree.value), out)
-    return out / (len(trees) * Z32.shape[0])
+    X32 = as_float32_rows(X)
+    Z32 = as_float32_rows(background)
+    out = np.zeros((X32.shape[0], X32.shape[1], forest.n_values))
+    for t in range(forest.n_trees):
+        tree = slice(forest.offsets[t], forest.offsets[t + 1])
+        _tree_shap(X32, Z32, forest.left[tree], forest.right[tree], forest.feature[tree],
+                   forest.threshold[tree], forest.value[tree], out)
+    return out / (forest.n_trees * Z32.shape[0])
 
 
 def compile_kernel() -> None:
     """Compile (or load from numba's cache) the kernel for both output widths, on a stump."""
-    from harness.forest import FlatTree
-
-    stump = FlatTree(
-        left=np.array([1, -1, -1]), right=np.array([2, -1, -1]), feature=np.array([0, -2, -2]),
-        threshold=np.array([0.5, -2.0, -2.0]), impurity=np.zeros(3), weighted_n=np.ones(3),
-        value=np.ones((3, 1)),
-    )
     X = np.array([[0.0], [1.0]])
     for width in (1, 2):
-        stump.value = np.ones((3, width))
-        interventional_shap([stump], X, X)
+        stump = PackedForest(
+            left=np.array([1, -1, -1]), right=np.array([2, -1, -1]),
+            feature=np.array([0, -2, -2]), threshold=np.array([0.5, -2.0, -2.0]),
+            value=np.ones((3, width)), cover=np.ones(3), impurity=np.zeros(3),
+            offsets=np.array([0, 3]), max_depth=1, n_features=1, classifier=width > 1)
+        interventional_shap(stump, X, X)

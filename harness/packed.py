@@ -45,6 +45,13 @@ class PackedForest:
     def n_values(self) -> int:
         return int(self.value.shape[1])
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the node arrays."""
+        return sum(array.nbytes for array in (self.left, self.right, self.feature,
+                                              self.threshold, self.value, self.cover,
+                                              self.impurity, self.offsets))
+
     def tree_features(self, t: int) -> np.ndarray:
         """Sorted features that tree ``t`` splits on."""
         start, stop = self.offsets[t], self.offsets[t + 1]

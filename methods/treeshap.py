@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.forest import check_forest, flatten_forest, is_classifier, predict_output
+from harness.forest import check_forest, is_classifier, predict_output
 from harness.interventional_shap import compile_kernel, interventional_shap
 from harness.method import ExplainData, Method
 from harness.outputs import OUTPUT_PARAM, check_output, select_output
@@ -72,7 +72,7 @@ class TreeSHAP(Method):
             if self.params["backend"] == "shap":
                 phi = self._shap(model, X, background)
             else:
-                phi = interventional_shap(flatten_forest(model), X, background)
+                phi = interventional_shap(pack_forest(model), X, background)
         elif self.params["backend"] == "shap":
             background = None
             import shap

@@ -7,8 +7,8 @@ import pytest
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestRegressor
 
 import harness
-from harness.forest import flatten_forest
 from harness.interventional_shap import interventional_shap
+from harness.packed import pack_forest
 from tests.shapley_by_subsets import shapley_by_subsets
 
 shap = pytest.importorskip("shap")
@@ -83,7 +83,7 @@ def test_interventional_kernel_equals_brute_force_shapley(diabetes):
     X = X[:, :7]
     model = RandomForestRegressor(4, random_state=0, max_depth=8).fit(X, y)
     background = X[:6]
-    ours = interventional_shap(flatten_forest(model), X[10:13], background)[:, :, 0]
+    ours = interventional_shap(pack_forest(model), X[10:13], background)[:, :, 0]
     for row in range(3):
         expected = _brute_force_interventional(model, X[10 + row], background)
         np.testing.assert_allclose(ours[row], expected, rtol=0, atol=1e-10)

@@ -140,3 +140,25 @@ def test_permutation_importance_estimates_what_mda_test_estimates():
     gap = np.abs(ours.values - theirs.values)
     standard_error = np.sqrt((ours.std ** 2 + theirs.std ** 2) / 30)
     assert np.all(gap < 5 * standard_error + 1e-12)
+
+
+def test_traced_peak_sees_numba_and_numpy_allocations():
+    from numba import njit
+
+    @njit
+    def allocate_and_sum(n):
+        return np.ones(n).sum()
+
+    allocate_and_sum(10)
+    peak, total = bench.traced_peak(lambda: allocate_and_sum(1_000_000))
+    assert total == 1_000_000
+    assert 8_000_000 <= peak < 8_200_000
+    peak, _ = bench.traced_peak(lambda: np.zeros(500_000) + 1.0)
+    assert 4_000_000 <= peak < 8_200_000
+
+
+def test_every_kernel_stays_within_twice_its_output_and_forest(tiny_pairs):
+    for key, row in tiny_pairs.items():
+        assert row["target_memory_ratio"] == bench.MEMORY_TARGET, key
+        assert 0 < row["memory_ratio"] <= bench.MEMORY_TARGET, key
+        assert row["peak_mib"] > 0, key
