@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--method", action="append", metavar="NAME",
                        help="only these methods (repeatable)")
     bench.add_argument("--repeat", type=int, default=3, help="timed runs, best kept (3)")
+    bench.add_argument("--all-rows", action="store_true",
+                       help="explain every row with every method, TreeSHAP included (slow: "
+                            "shap alone then takes about 7 minutes on A1 and C)")
     bench.add_argument("--threads", type=int, default=1,
                        help="threads of the compiled kernels (default 1: the forest's "
                             "predict and the other libraries run on one thread)")
@@ -234,7 +237,8 @@ def _run_bench(args) -> int:
         bar.set_description_str(text[:60])
 
     try:
-        table = run_bench(args.case, args.method, args.repeat, on_step=progress)
+        table = run_bench(args.case, args.method, args.repeat, args.all_rows,
+                          on_step=progress)
     finally:
         bar.close()
     args.out.parent.mkdir(parents=True, exist_ok=True)

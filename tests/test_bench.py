@@ -162,3 +162,15 @@ def test_every_kernel_stays_within_twice_its_output_and_forest(tiny_pairs):
         assert row["target_memory_ratio"] == bench.MEMORY_TARGET, key
         assert 0 < row["memory_ratio"] <= bench.MEMORY_TARGET, key
         assert row["peak_mib"] > 0, key
+
+
+def test_all_rows_overrides_the_first_rows_limit(monkeypatch):
+    case = bench.BenchCase(
+        "tiny-rows", "iris (50 rows), ExtraTreesClassifier(4)", _iris,
+        lambda: ExtraTreesClassifier(n_estimators=4, random_state=0),
+        ("treeshap", "local_mdi"), rows={"treeshap": 7})
+    monkeypatch.setitem(bench.CASES, "tiny-rows", case)
+    limited = bench.run_bench(["tiny-rows"], repeat=1)
+    every = bench.run_bench(["tiny-rows"], repeat=1, all_rows=True)
+    assert list(limited["n_rows"]) == [7, 50]
+    assert list(every["n_rows"]) == [50, 50]
