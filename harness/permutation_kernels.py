@@ -14,7 +14,7 @@ from numba import njit
 
 from harness.losses import loss_value
 from harness.packed import child, leaf_of
-from harness.permutations import STREAM_HELD_OUT, STREAM_OOB, fill_keyed_permutation
+from harness.permutations import STREAM_OOB, fill_keyed_permutation
 
 
 @njit(cache=True)
@@ -124,39 +124,6 @@ def oob_permutation_pass(left, right, feature, threshold, value, offsets, max_de
                         shift[row, j, c] += new[c] - old[c]
             tree_increase[t, j] = total / m
     return tree_increase, shift
-
-
-@njit(cache=True)
-def held_out_permutation_pass(left, right, feature, threshold, value, offsets, max_depth,
-                              X32, seed, repeat):
-    """Forest output shift of every row and feature when column j is permuted over all rows.
-
-    The permutation of column j is keyed (seed, STREAM_HELD_OUT, repeat, j) and shared by
-    every tree, as when the permuted data set is given to the forest's ``predict``. Returns
-    ``shift`` (n, p, n_values): mean over trees of the output on the permuted row minus the
-    output on the original row.
-    """
-    n, p = X32.shape
-    n_trees = offsets.size - 1
-    n_values = value.shape[1]
-    perms = np.empty((p, n), dtype=np.int64)
-    for j in range(p):
-        fill_keyed_permutation(seed, STREAM_HELD_OUT, repeat, j, perms[j])
-    shift = np.zeros((n, p, n_values))
-    rows = np.arange(n)
-    for t in range(n_trees):
-        start = offsets[t]
-        leaves, pair_row, pair_node, order, bucket = path_pairs(
-            left, right, feature, threshold, start, X32, rows, p, n * (max_depth + 1))
-        for j in range(p):
-            for k in order[bucket[j]:bucket[j + 1]]:
-                row = pair_row[k]
-                leaf = _reroute(left, right, feature, threshold, start, X32, row,
-                                pair_node[k], j, X32[perms[j, row], j])
-                if leaf != leaves[row]:
-                    for c in range(n_values):
-                        shift[row, j, c] += value[start + leaf, c] - value[start + leaves[row], c]
-    return shift / n_trees
 
 
 @njit(cache=True)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.held_out_reroute import held_out_permutation_pass
 from harness.losses import loss_rows, loss_table, target_codes
 from harness.method import ExplainData
 from harness.oob_method import LOSS_PARAM, LossMethod
 from harness.packed import as_float32_rows, pack_forest
 from harness.params import Interval, Param
-from harness.permutation_kernels import forest_output, held_out_permutation_pass
+from harness.permutation_kernels import forest_output
 from harness.permutations import draw_seed
 from harness.types import Importances
 
@@ -20,7 +21,8 @@ class MDATrainTest(LossMethod):
     The semantics of ``sklearn.inspection.permutation_importance`` with a loss as the score:
     column j of the held-out rows is permuted (one permutation per repeat and feature, from
     the keyed source shared with the OOB variants) and the whole forest predicts the permuted
-    rows. Only rows whose path meets j are re-routed, tree by tree. For independent inputs and
+    rows. A row is re-routed only from the first split on j where its permuted value leaves
+    its path (:mod:`harness.held_out_reroute`), tree by tree. For independent inputs and
     squared error, MDA_TT → 2 V[Y] ST_j (Bénard, Da Veiga, Scornet 2022, Prop. 1 (i)).
     ``std`` is the standard deviation over repeats (scikit-learn's ``importances_std``).
     """
