@@ -7,9 +7,14 @@ So each row is walked once per tree, the depths of its splits on each feature ar
 by feature (in path order), and for every (row, j) only those splits are checked: if x'_j
 agrees at all of them the leaf is unchanged and costs nothing more; otherwise x' is walked
 afresh from the other child of the first split where it disagrees, four such walks
-interleaved to hide the latency of their dependent loads. The result is the leaf
-that a full walk of x' reaches, so the output equals ``forest.predict`` on the permuted
-rows, tree by tree, in the same order of summation.
+interleaved to hide the latency of their dependent loads. The result is the leaf that a
+full walk of x' reaches, so the output equals ``forest.predict`` on the permuted rows, tree
+by tree, in the same order of summation.
+
+The walks read the compact forest of :mod:`harness.path_kernels` (children as an int32
+pair, int32 features, -1 at leaves, float32 thresholds rounded down so that
+``x32 <= threshold32`` is scikit-learn's ``float64(x32) <= threshold``): a third of the
+bytes per node step of the packed forest. Node ids are global (tree start + local id).
 """
 
 from __future__ import annotations
@@ -21,18 +26,16 @@ from harness.permutations import STREAM_HELD_OUT, fill_keyed_permutation
 
 
 @njit(cache=True)
-def _step(left, right, feature, threshold, start, X32, row, node, j, x_j):
+def _step(kids, feature, threshold, start, X32, row, node, j, x_j):
     """One step down from ``node`` for ``row`` with feature j set to ``x_j`` (a leaf stays)."""
-    at = start + node
-    f = feature[at]
+    f = feature[node]
     x = x_j if f == j else X32[row, max(f, 0)]
-    down = left[at] if np.float64(x) <= threshold[at] else right[at]
-    return node if left[at] == -1 else down
+    down = start + kids[node, np.int64(x <= threshold[node])]
+    return node if f < 0 else down
 
 
 @njit(cache=True)
-def _walk_tasks(left, right, feature, threshold, start, X32, j, task_row, task_node, task_x,
-                count):
+def _walk_tasks(kids, feature, threshold, start, X32, j, task_row, task_node, task_x, count):
     """Walk ``count`` rows to their leaves from ``task_node`` (in place), four at a time.
 
     Four independent walks interleaved keep four chains of dependent loads in flight
@@ -43,25 +46,23 @@ def _walk_tasks(left, right, feature, threshold, start, X32, j, task_row, task_n
         r0, r1, r2, r3 = task_row[i], task_row[i + 1], task_row[i + 2], task_row[i + 3]
         x0, x1, x2, x3 = task_x[i], task_x[i + 1], task_x[i + 2], task_x[i + 3]
         a, b, c, d = task_node[i], task_node[i + 1], task_node[i + 2], task_node[i + 3]
-        while (left[start + a] != -1 or left[start + b] != -1 or left[start + c] != -1
-               or left[start + d] != -1):
-            a = _step(left, right, feature, threshold, start, X32, r0, a, j, x0)
-            b = _step(left, right, feature, threshold, start, X32, r1, b, j, x1)
-            c = _step(left, right, feature, threshold, start, X32, r2, c, j, x2)
-            d = _step(left, right, feature, threshold, start, X32, r3, d, j, x3)
+        while (feature[a] >= 0 or feature[b] >= 0 or feature[c] >= 0 or feature[d] >= 0):
+            a = _step(kids, feature, threshold, start, X32, r0, a, j, x0)
+            b = _step(kids, feature, threshold, start, X32, r1, b, j, x1)
+            c = _step(kids, feature, threshold, start, X32, r2, c, j, x2)
+            d = _step(kids, feature, threshold, start, X32, r3, d, j, x3)
         task_node[i], task_node[i + 1], task_node[i + 2], task_node[i + 3] = a, b, c, d
         i += 4
     for k in range(i, count):
         node = task_node[k]
-        while left[start + node] != -1:
-            node = _step(left, right, feature, threshold, start, X32, task_row[k], node, j,
-                         task_x[k])
+        while feature[node] >= 0:
+            node = _step(kids, feature, threshold, start, X32, task_row[k], node, j, task_x[k])
         task_node[k] = node
 
 
 @njit(cache=True)
-def _paths_by_feature(left, right, feature, threshold, start, X32, path, split_row,
-                      split_depth, bucket):
+def _paths_by_feature(kids, feature, threshold, start, X32, path, split_row, split_depth,
+                      bucket):
     """Walk every row; ``path[row, d]`` is the node at depth d of its path (the last is its
     leaf). The (row, depth) of every split, bucketed by its feature in row then path order,
     go to ``split_row``/``split_depth[bucket[j]:bucket[j + 1]]``. Returns the leaves."""
@@ -69,12 +70,11 @@ def _paths_by_feature(left, right, feature, threshold, start, X32, path, split_r
     leaves = np.empty(n, dtype=np.int64)
     bucket[:] = 0
     for row in range(n):
-        node, d = 0, 0
-        while left[start + node] != -1:
-            at = start + node
+        node, d = start, 0
+        while feature[node] >= 0:
             path[row, d] = node
-            bucket[feature[at] + 1] += 1
-            node = left[at] if np.float64(X32[row, feature[at]]) <= threshold[at] else right[at]
+            bucket[feature[node] + 1] += 1
+            node = start + kids[node, np.int64(X32[row, feature[node]] <= threshold[node])]
             d += 1
         path[row, d] = node
         leaves[row] = node
@@ -84,7 +84,7 @@ def _paths_by_feature(left, right, feature, threshold, start, X32, path, split_r
     for row in range(n):
         d = 0
         while path[row, d] != leaves[row]:
-            f = feature[start + path[row, d]]
+            f = feature[path[row, d]]
             split_row[fill[f]] = row
             split_depth[fill[f]] = d
             fill[f] += 1
@@ -93,15 +93,16 @@ def _paths_by_feature(left, right, feature, threshold, start, X32, path, split_r
 
 
 @njit(cache=True)
-def held_out_permutation_pass(left, right, feature, threshold, value, offsets, max_depth,
-                              X32, seed, repeat):
+def held_out_permutation_pass(kids, feature, threshold, value, offsets, max_depth, X32,
+                              seed, repeat):
     """Forest output shift of every row and feature when column j is permuted over all rows.
 
-    The permutation of column j is keyed (seed, STREAM_HELD_OUT, repeat, j) and shared by
-    every tree, as when the permuted data set is given to the forest's ``predict``. Returns
-    ``shift`` (n, p, n_values): mean over trees of the output on the permuted row minus the
-    output on the original row. Memory: the output, one (n, depth + 1) path table and the
-    n x depth split list of one tree.
+    ``kids``, ``feature``, ``threshold`` are those of :func:`harness.path_kernels.path_forest`,
+    ``value`` and ``offsets`` those of the packed forest. The permutation of column j is keyed
+    (seed, STREAM_HELD_OUT, repeat, j) and shared by every tree, as when the permuted data
+    set is given to the forest's ``predict``. Returns ``shift`` (n, p, n_values): mean over
+    trees of the output on the permuted row minus the output on the original row. Memory:
+    the output, one (n, depth + 1) path table and the n x depth split list of one tree.
     """
     n, p = X32.shape
     n_trees = offsets.size - 1
@@ -119,8 +120,8 @@ def held_out_permutation_pass(left, right, feature, threshold, value, offsets, m
     task_x = np.empty(n, dtype=np.float32)
     for t in range(n_trees):
         start = offsets[t]
-        leaves = _paths_by_feature(left, right, feature, threshold, start, X32, path,
-                                   split_row, split_depth, bucket)
+        leaves = _paths_by_feature(kids, feature, threshold, start, X32, path, split_row,
+                                   split_depth, bucket)
         for j in range(p):
             count = 0
             k, end = bucket[j], bucket[j + 1]
@@ -129,22 +130,21 @@ def held_out_permutation_pass(left, right, feature, threshold, value, offsets, m
                 x_j = X32[perms[j, row], j]
                 while k < end and split_row[k] == row:
                     node = path[row, split_depth[k]]
-                    at = start + node
-                    goes_left = np.float64(x_j) <= threshold[at]
-                    if goes_left != (path[row, split_depth[k] + 1] == left[at]):
+                    goes_left = x_j <= threshold[node]
+                    if goes_left != (path[row, split_depth[k] + 1] == start + kids[node, 1]):
                         task_row[count] = row
-                        task_node[count] = left[at] if goes_left else right[at]
+                        task_node[count] = start + kids[node, np.int64(goes_left)]
                         task_x[count] = x_j
                         count += 1
                         while k < end and split_row[k] == row:
                             k += 1
                         break
                     k += 1
-            _walk_tasks(left, right, feature, threshold, start, X32, j, task_row, task_node,
-                        task_x, count)
+            _walk_tasks(kids, feature, threshold, start, X32, j, task_row, task_node, task_x,
+                        count)
             for task in range(count):
                 row, leaf = task_row[task], task_node[task]
                 if leaf != leaves[row]:
                     for c in range(n_values):
-                        shift[row, j, c] += value[start + leaf, c] - value[start + leaves[row], c]
+                        shift[row, j, c] += value[leaf, c] - value[leaves[row], c]
     return shift / n_trees

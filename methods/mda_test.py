@@ -10,6 +10,7 @@ from harness.method import ExplainData
 from harness.oob_method import LOSS_PARAM, LossMethod
 from harness.packed import as_float32_rows, pack_forest
 from harness.params import Interval, Param
+from harness.path_kernels import path_forest
 from harness.permutation_kernels import forest_output
 from harness.permutations import draw_seed
 from harness.types import Importances
@@ -47,10 +48,12 @@ class MDATrainTest(LossMethod):
         base = forest_output(*arrays, X32)
         base_loss = loss_rows(loss.code, targets, base)[:, None]
         seed = draw_seed(rng)
+        compact = path_forest(model)
+        walk = (compact.kids, compact.feature, compact.threshold, forest.value, forest.offsets,
+                forest.max_depth, X32, seed)
         repeats = np.array([
             (loss_table(loss.code, targets,
-                        base[:, None, :] + held_out_permutation_pass(
-                            *arrays, forest.max_depth, X32, seed, repeat))
+                        base[:, None, :] + held_out_permutation_pass(*walk, repeat))
              - base_loss).mean(axis=0)
             for repeat in range(self.params["n_repeats"])
         ])

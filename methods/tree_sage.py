@@ -11,6 +11,7 @@ from harness.sage_estimator import cross_entropy, estimate_sage, squared_error
 from harness.sage_kernels import (
     cover_fractions,
     marginal_curves,
+    marginal_setup,
     path_dependent_curves,
     singleton_tables,
     subtree_masks,
@@ -50,7 +51,9 @@ class TreeSAGE(SageMethod):
         marginal = self.params["imputation"] == "marginal"
         background = as_float32_rows(self.background(data, rng)) if marginal else None
         classifier = data.task == "classification"
-        if not marginal:
+        if marginal:
+            setup = marginal_setup(*arrays, forest.offsets, data.X.shape[1], background)
+        else:
             fraction = cover_fractions(forest.left, forest.right, forest.cover, forest.offsets)
             tables = singleton_tables(*arrays, fraction, forest.offsets, data.X.shape[1])
             masks = subtree_masks(forest.left, forest.right, forest.feature, forest.offsets,
@@ -61,7 +64,7 @@ class TreeSAGE(SageMethod):
                 len(rows), dtype=np.int64)
             if marginal:
                 return marginal_curves(*arrays, forest.offsets, forest.max_depth, X32,
-                                       background, rows, perms, columns)
+                                       background, rows, perms, columns, setup)
             return path_dependent_curves(*arrays, fraction, forest.offsets, forest.max_depth,
                                          X32, rows, perms, columns, tables, masks)
 

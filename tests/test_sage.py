@@ -3,6 +3,7 @@ tree_sage against sage, and population SAGE against Louppe's Thm 1 on LED."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris, make_friedman1
@@ -60,18 +61,26 @@ def _kernel_inputs(model, X, n_pairs, seed):
     return forest, rows, perms, columns
 
 
-@pytest.mark.parametrize("task", ["classification", "regression"])
-def test_path_dependent_curves_equal_explicit_recursion(task, forests):
-    model, X, _ = forests[task]
-    classifier = task == "classification"
-    forest, rows, perms, columns = _kernel_inputs(model, X, 6, 1)
-    X32 = as_float32_rows(X)
+def _path_dependent(model, X, rows, perms, columns):
+    forest = pack_forest(model)
+    p = X.shape[1]
     fraction = cover_fractions(forest.left, forest.right, forest.cover, forest.offsets)
     arrays = (forest.left, forest.right, forest.feature, forest.threshold, forest.value)
-    tables = singleton_tables(*arrays, fraction, forest.offsets, X.shape[1])
-    masks = subtree_masks(forest.left, forest.right, forest.feature, forest.offsets, X.shape[1])
-    ours = path_dependent_curves(*arrays, fraction, forest.offsets, forest.max_depth, X32,
-                                 rows, perms, columns, tables, masks)
+    tables = singleton_tables(*arrays, fraction, forest.offsets, p)
+    masks = subtree_masks(forest.left, forest.right, forest.feature, forest.offsets, p)
+    return path_dependent_curves(*arrays, fraction, forest.offsets, forest.max_depth,
+                                 as_float32_rows(X), rows, perms, columns, tables, masks)
+
+
+def _marginal(model, X, background, rows, perms, columns):
+    forest = pack_forest(model)
+    return marginal_curves(forest.left, forest.right, forest.feature, forest.threshold,
+                           forest.value, forest.offsets, forest.max_depth, as_float32_rows(X),
+                           as_float32_rows(background), rows, perms, columns)
+
+
+def _assert_explicit_recursion(ours, model, X, rows, perms, columns, classifier):
+    X32 = as_float32_rows(X)
     for q in range(len(rows)):
         for k in range(X.shape[1] + 1):
             coalition = set(perms[q, :k].tolist())
@@ -82,15 +91,7 @@ def test_path_dependent_curves_equal_explicit_recursion(task, forests):
     np.testing.assert_allclose(ours[:, -1], full[np.arange(len(rows)), columns], atol=1e-12)
 
 
-@pytest.mark.parametrize("task", ["classification", "regression"])
-def test_marginal_curves_equal_imputed_predictions(task, forests):
-    model, X, _ = forests[task]
-    classifier = task == "classification"
-    forest, rows, perms, columns = _kernel_inputs(model, X, 5, 2)
-    background = X[np.random.default_rng(3).choice(len(X), size=7, replace=False)]
-    ours = marginal_curves(forest.left, forest.right, forest.feature, forest.threshold,
-                           forest.value, forest.offsets, forest.max_depth, as_float32_rows(X),
-                           as_float32_rows(background), rows, perms, columns)
+def _assert_imputed_predictions(ours, model, X, background, rows, perms, columns, classifier):
     for q in range(len(rows)):
         for k in range(X.shape[1] + 1):
             hybrid = background.copy()
@@ -98,6 +99,90 @@ def test_marginal_curves_equal_imputed_predictions(task, forests):
             outputs = [_tree_output(e, hybrid, classifier)[:, columns[q]]
                        for e in model.estimators_]
             assert abs(ours[q, k] - np.mean(outputs)) <= 1e-12, (q, k)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_path_dependent_curves_equal_explicit_recursion(task, forests):
+    model, X, _ = forests[task]
+    _, rows, perms, columns = _kernel_inputs(model, X, 6, 1)
+    ours = _path_dependent(model, X, rows, perms, columns)
+    _assert_explicit_recursion(ours, model, X, rows, perms, columns, task == "classification")
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_marginal_curves_equal_imputed_predictions(task, forests):
+    model, X, _ = forests[task]
+    _, rows, perms, columns = _kernel_inputs(model, X, 5, 2)
+    background = X[np.random.default_rng(3).choice(len(X), size=7, replace=False)]
+    ours = _marginal(model, X, background, rows, perms, columns)
+    _assert_imputed_predictions(ours, model, X, background, rows, perms, columns,
+                                task == "classification")
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_marginal_curves_with_more_than_64_background_rows(task, forests):
+    """The background rows are walked 64 at a time (one bit each): 70 rows take two words."""
+    model, X, _ = forests[task]
+    _, rows, perms, columns = _kernel_inputs(model, X, 3, 5)
+    background = X[np.random.default_rng(6).choice(len(X), size=70, replace=False)]
+    ours = _marginal(model, X, background, rows, perms, columns)
+    _assert_imputed_predictions(ours, model, X, background, rows, perms, columns,
+                                task == "classification")
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 12, 70])
+def test_curves_for_any_number_of_features(p):
+    """p < 3 leaves the walks little or nothing to do; p = 12 and 70 use byte-sized rank
+    tables over 6- and 8-bit chunks of the feature bit sets, 70 two words of them."""
+    rng = np.random.default_rng(p)
+    X = rng.random((120, p))
+    y = X[:, : min(p, 4)].sum(axis=1) + 0.1 * rng.standard_normal(120)
+    model = RandomForestRegressor(n_estimators=3, max_depth=6, max_features=min(p, 20),
+                                  random_state=0).fit(X, y)
+    _, rows, perms, columns = _kernel_inputs(model, X, 3, 7)
+    ours = _path_dependent(model, X, rows, perms, columns)
+    _assert_explicit_recursion(ours, model, X, rows, perms, columns, False)
+    background = X[rng.choice(len(X), size=5, replace=False)]
+    ours = _marginal(model, X, background, rows, perms, columns)
+    _assert_imputed_predictions(ours, model, X, background, rows, perms, columns, False)
+
+
+def test_single_leaf_trees_give_flat_curves():
+    X = np.random.default_rng(0).random((30, 4))
+    model = RandomForestRegressor(n_estimators=2, random_state=0).fit(X, np.full(30, 2.5))
+    _, rows, perms, columns = _kernel_inputs(model, X, 3, 8)
+    np.testing.assert_allclose(_path_dependent(model, X, rows, perms, columns), 2.5,
+                               atol=1e-12)
+    np.testing.assert_allclose(_marginal(model, X, X[:5], rows, perms, columns), 2.5,
+                               atol=1e-12)
+
+
+def test_curves_do_not_depend_on_grouping_or_threads(forests):
+    """A pair's curve is the same whatever the other pairs of its call (300 pairs span
+    several parallel groups) and whatever the number of threads, to the last bit."""
+    model, X, _ = forests["classification"]
+    _, rows, perms, columns = _kernel_inputs(model, X, 300, 9)
+    background = X[:9]
+    threads = numba.get_num_threads()
+    try:
+        results = []
+        for n_threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+            numba.set_num_threads(n_threads)
+            results.append((_path_dependent(model, X, rows, perms, columns),
+                            _marginal(model, X, background, rows, perms, columns)))
+    finally:
+        numba.set_num_threads(threads)
+    for ours in results[1:]:
+        for a, b in zip(ours, results[0]):
+            np.testing.assert_array_equal(a, b)
+    for q in (0, 131, 299):
+        alone = slice(q, q + 1)
+        np.testing.assert_array_equal(
+            _path_dependent(model, X, rows[alone], perms[alone], columns[alone]),
+            results[0][0][alone])
+        np.testing.assert_array_equal(
+            _marginal(model, X, background, rows[alone], perms[alone], columns[alone]),
+            results[0][1][alone])
 
 
 def test_estimator_recovers_exact_games():
