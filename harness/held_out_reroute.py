@@ -94,23 +94,29 @@ def _paths_by_feature(kids, feature, threshold, start, X32, path, split_row, spl
 
 @njit(cache=True)
 def held_out_permutation_pass(kids, feature, threshold, value, offsets, max_depth, X32,
-                              seed, repeat):
-    """Forest output shift of every row and feature when column j is permuted over all rows.
+                              seed, first_repeat, n_repeats):
+    """Forest output shift of every row and feature when column j is permuted over all rows,
+    for repeats ``first_repeat``, ..., ``first_repeat + n_repeats - 1``.
 
     ``kids``, ``feature``, ``threshold`` are those of :func:`harness.path_kernels.path_forest`,
-    ``value`` and ``offsets`` those of the packed forest. The permutation of column j is keyed
-    (seed, STREAM_HELD_OUT, repeat, j) and shared by every tree, as when the permuted data
-    set is given to the forest's ``predict``. Returns ``shift`` (n, p, n_values): mean over
-    trees of the output on the permuted row minus the output on the original row. Memory:
-    the output, one (n, depth + 1) path table and the n x depth split list of one tree.
+    ``value`` and ``offsets`` those of the packed forest. The permutation of column j in
+    repeat r is keyed (seed, STREAM_HELD_OUT, r, j) and shared by every tree, as when the
+    permuted data set is given to the forest's ``predict``. Each tree's paths are walked once
+    for all the repeats. Returns ``(shift, base)``: ``shift`` (n_repeats, n, p, n_values) is
+    the mean over trees of the output on the permuted row minus the output on the original
+    row, ``base`` (n, n_values) the forest's output on the original rows (``predict``, summed
+    in tree order). Memory: the outputs, one (n, depth + 1) path table and the n x depth
+    split list of one tree.
     """
     n, p = X32.shape
     n_trees = offsets.size - 1
     n_values = value.shape[1]
-    perms = np.empty((p, n), dtype=np.int64)
-    for j in range(p):
-        fill_keyed_permutation(seed, STREAM_HELD_OUT, repeat, j, perms[j])
-    shift = np.zeros((n, p, n_values))
+    perms = np.empty((n_repeats, p, n), dtype=np.int32)
+    for r in range(n_repeats):
+        for j in range(p):
+            fill_keyed_permutation(seed, STREAM_HELD_OUT, first_repeat + r, j, perms[r, j])
+    shift = np.zeros((n_repeats, n, p, n_values))
+    base = np.zeros((n, n_values))
     path = np.empty((n, max_depth + 1), dtype=np.int64)
     split_row = np.empty(n * max_depth, dtype=np.int64)
     split_depth = np.empty(n * max_depth, dtype=np.int64)
@@ -122,29 +128,46 @@ def held_out_permutation_pass(kids, feature, threshold, value, offsets, max_dept
         start = offsets[t]
         leaves = _paths_by_feature(kids, feature, threshold, start, X32, path, split_row,
                                    split_depth, bucket)
-        for j in range(p):
-            count = 0
-            k, end = bucket[j], bucket[j + 1]
-            while k < end:  # find where each row's permuted x_j first leaves its path
-                row = split_row[k]
-                x_j = X32[perms[j, row], j]
+        for row in range(n):
+            for c in range(n_values):
+                base[row, c] += value[leaves[row], c]
+        for r in range(n_repeats):
+            for j in range(p):
+                count = _leaving_rows(kids, threshold, start, X32, path, split_row,
+                                      split_depth, bucket, j, perms[r, j], task_row,
+                                      task_node, task_x)
+                _walk_tasks(kids, feature, threshold, start, X32, j, task_row, task_node,
+                            task_x, count)
+                for task in range(count):
+                    row, leaf = task_row[task], task_node[task]
+                    if leaf != leaves[row]:
+                        for c in range(n_values):
+                            shift[r, row, j, c] += value[leaf, c] - value[leaves[row], c]
+    shift /= n_trees
+    base /= n_trees
+    return shift, base
+
+
+@njit(cache=True)
+def _leaving_rows(kids, threshold, start, X32, path, split_row, split_depth, bucket, j, perm,
+                  task_row, task_node, task_x):
+    """List the rows whose permuted x_j (``X32[perm[row], j]``) leaves their path at a split
+    on j, with the other child of the first such split as where their walk resumes."""
+    count = 0
+    k, end = bucket[j], bucket[j + 1]
+    while k < end:
+        row = split_row[k]
+        x_j = X32[perm[row], j]
+        while k < end and split_row[k] == row:
+            node = path[row, split_depth[k]]
+            goes_left = x_j <= threshold[node]
+            if goes_left != (path[row, split_depth[k] + 1] == start + kids[node, 1]):
+                task_row[count] = row
+                task_node[count] = start + kids[node, np.int64(goes_left)]
+                task_x[count] = x_j
+                count += 1
                 while k < end and split_row[k] == row:
-                    node = path[row, split_depth[k]]
-                    goes_left = x_j <= threshold[node]
-                    if goes_left != (path[row, split_depth[k] + 1] == start + kids[node, 1]):
-                        task_row[count] = row
-                        task_node[count] = start + kids[node, np.int64(goes_left)]
-                        task_x[count] = x_j
-                        count += 1
-                        while k < end and split_row[k] == row:
-                            k += 1
-                        break
                     k += 1
-            _walk_tasks(kids, feature, threshold, start, X32, j, task_row, task_node, task_x,
-                        count)
-            for task in range(count):
-                row, leaf = task_row[task], task_node[task]
-                if leaf != leaves[row]:
-                    for c in range(n_values):
-                        shift[row, j, c] += value[leaf, c] - value[leaves[row], c]
-    return shift / n_trees
+                break
+            k += 1
+    return count

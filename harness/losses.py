@@ -99,6 +99,27 @@ def loss_table(code, targets, predictions):
     return out
 
 
+@njit(cache=True)
+def mean_loss_increase(code, targets, base, shift):
+    """Mean over rows of loss(base + shift) − loss(base), per repeat and feature.
+
+    ``base`` (n, n_values) is the forest's output, ``shift`` (n_repeats, n, p, n_values) its
+    change when a column is permuted; returns (n_repeats, p) without an (n, p, n_values)
+    temporary.
+    """
+    n_repeats, n, p, n_values = shift.shape
+    out = np.zeros((n_repeats, p))
+    moved = np.empty(n_values)
+    for i in range(n):
+        base_loss = loss_value(code, targets[i], base[i])
+        for r in range(n_repeats):
+            for j in range(p):
+                for c in range(n_values):
+                    moved[c] = base[i, c] + shift[r, i, j, c]
+                out[r, j] += loss_value(code, targets[i], moved) - base_loss
+    return out / n
+
+
 def target_codes(model, y: np.ndarray, classifier: bool) -> np.ndarray:
     """Targets for the kernels: float y, or the class index in ``model.classes_``."""
     if classifier:

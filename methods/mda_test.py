@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from harness.held_out_reroute import held_out_permutation_pass
-from harness.losses import loss_rows, loss_table, target_codes
+from harness.losses import mean_loss_increase, target_codes
 from harness.method import ExplainData
 from harness.oob_method import LOSS_PARAM, LossMethod
 from harness.packed import as_float32_rows, pack_forest
 from harness.params import Interval, Param
 from harness.path_kernels import path_forest
-from harness.permutation_kernels import forest_output
 from harness.permutations import draw_seed
 from harness.types import Importances
 
@@ -43,20 +42,22 @@ class MDATrainTest(LossMethod):
         loss = self.loss(data.task)
         X32 = as_float32_rows(data.X)
         targets = target_codes(model, data.y, forest.classifier)
-        arrays = (forest.left, forest.right, forest.feature, forest.threshold, forest.value,
-                  forest.offsets)
-        base = forest_output(*arrays, X32)
-        base_loss = loss_rows(loss.code, targets, base)[:, None]
         seed = draw_seed(rng)
         compact = path_forest(model)
         walk = (compact.kids, compact.feature, compact.threshold, forest.value, forest.offsets,
                 forest.max_depth, X32, seed)
-        repeats = np.array([
-            (loss_table(loss.code, targets,
-                        base[:, None, :] + held_out_permutation_pass(*walk, repeat))
-             - base_loss).mean(axis=0)
-            for repeat in range(self.params["n_repeats"])
-        ])
+        n_repeats = self.params["n_repeats"]
+        # repeats share each tree's path walk; their shifts and permutations are held
+        # together, in blocks of at most half the packed forest (the kernels' memory bound)
+        repeat_bytes = X32.size * (8 * forest.n_values + 4)
+        block = int(np.clip(forest.nbytes // (2 * repeat_bytes), 1, n_repeats))
+        blocks = []
+        for first in range(0, n_repeats, block):
+            shift, base = held_out_permutation_pass(*walk, first,
+                                                    min(block, n_repeats - first))
+            blocks.append(mean_loss_increase(loss.code, targets, base, shift))
+            del shift, base  # before the next block is allocated
+        repeats = np.concatenate(blocks)
         return Importances(
             values=repeats.mean(axis=0), scope="global", feature_names=data.feature_names,
             unit=loss.unit, explains=f"increase of the forest's held-out {loss.name}",

@@ -23,9 +23,11 @@ from sklearn.ensemble import (
 
 import harness
 from harness.errors import BadInputError, MethodSkipped
+from harness.held_out_reroute import held_out_permutation_pass
 from harness.losses import TIE_MARGIN
 from harness.oob import check_training_rows, inbag_of, oob_predictions
 from harness.packed import as_float32_rows, pack_forest
+from harness.path_kernels import path_forest
 from harness.permutation_kernels import oob_permutation_pass
 from harness.permutations import STREAM_HELD_OUT, STREAM_OOB, draw_seed, keyed_permutation
 from harness.projection import projected_oob_shift
@@ -183,6 +185,20 @@ def test_held_out_mda_equals_permuted_predict(case, loss, request):
     ours = harness.explain("mda_test", model, X, y, seed=3, loss=loss, n_repeats=3)
     np.testing.assert_allclose(ours.values, np.mean(repeats, axis=0), rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(ours.std, np.std(repeats, axis=0), rtol=1e-7, atol=1e-10)
+
+
+def test_held_out_repeats_do_not_depend_on_their_blocks(classification_forest):
+    """Repeats walked together (one path walk per tree) give the shifts of repeats walked one
+    at a time, to the last bit, and the base output is the forest's predict_proba."""
+    model, X, _ = classification_forest
+    forest, compact = pack_forest(model), path_forest(model)
+    walk = (compact.kids, compact.feature, compact.threshold, forest.value, forest.offsets,
+            forest.max_depth, as_float32_rows(X), 11)
+    together, base = held_out_permutation_pass(*walk, 0, 3)
+    for repeat in range(3):
+        alone, _ = held_out_permutation_pass(*walk, repeat, 1)
+        np.testing.assert_array_equal(together[repeat], alone[0])
+    np.testing.assert_allclose(base, model.predict_proba(X), rtol=0, atol=1e-12)
 
 
 def test_trees_that_never_split_on_a_feature_contribute_exactly_zero(regression_forest):
