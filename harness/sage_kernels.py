@@ -45,11 +45,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from harness.background_bits import background_directions, popcount, word_rows
+
 PAIRS_PER_WALK = 128  # path-dependent: pairs that walk a tree together (one parallel item)
 CHUNK = 32  # marginal: pairs per parallel work item
 LANE_BLOCK = 8  # lanes (coalition steps k = 2, ..., p - 1) are padded to a multiple of this
 INTERNAL, LEAF, TWIG = 0, 1, 2  # kinds of children; leaves and twigs end at their parent
-ALL_ROWS = ~np.uint64(0)
 
 
 # ------------------------------------------------------------------ forest preparation
@@ -520,38 +521,6 @@ def path_dependent_curves(left: np.ndarray, right: np.ndarray, feature: np.ndarr
 
 
 @njit(cache=True)
-def background_directions(left, feature, threshold, offsets, Z32):
-    """Which background rows go left at each node: bit b % 64 of word b // 64 of row ``node``
-    is set if background row b goes left, shape (total_nodes, ceil(B / 64)) uint64."""
-    n_background = Z32.shape[0]
-    directions = np.zeros((offsets[-1], (n_background + 63) // 64), dtype=np.uint64)
-    for node in range(offsets[-1]):
-        if left[node] == -1:
-            continue
-        j, cut = feature[node], threshold[node]
-        for b in range(n_background):
-            if np.float64(Z32[b, j]) <= cut:
-                directions[node, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-    return directions
-
-
-@njit(cache=True, inline='always')
-def _popcount(m):
-    """Number of set bits of a uint64."""
-    m = m - ((m >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    m = (m & np.uint64(0x3333333333333333)) + ((m >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    m = (m + (m >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((m * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
-
-@njit(cache=True)
-def _word_rows(n_background, word):
-    """Bit set of the background rows held by ``word`` (64 of them, fewer in the last)."""
-    n_rows = min(64, n_background - 64 * word)
-    return ALL_ROWS if n_rows == 64 else (np.uint64(1) << np.uint64(n_rows)) - np.uint64(1)
-
-
-@njit(cache=True)
 def _spread(left, right, feature, threshold, value, directions, start, word, n_background, j,
             table, first_step, last_step, totals, stack):
     """Walk the background rows of ``word`` through one tree, each its own way except at
@@ -561,14 +530,14 @@ def _spread(left, right, feature, threshold, value, directions, start, word, n_b
     (rows first_step, ..., last_step)."""
     stack_node, stack_low, stack_high, stack_rows = stack
     stack_node[0], stack_low[0], stack_high[0] = 0, 0, table.size
-    stack_rows[0] = _word_rows(n_background, word)
+    stack_rows[0] = word_rows(n_background, word)
     top = 1
     while top > 0:
         top -= 1
         at, low, high, held = start + stack_node[top], stack_low[top], stack_high[top], \
             stack_rows[top]
         if left[at] == -1:
-            count = _popcount(held)
+            count = popcount(held)
             for c in range(value.shape[1]):
                 totals[first_step + low, c] += value[at, c] * count
                 if first_step + high + 1 <= last_step:
@@ -672,7 +641,7 @@ def _bitset_walk(left, right, feature, threshold, value, directions, start, word
                     low = r + 1
                 held = differ
             at = start + x_child
-        v = value[at, column] * _popcount(held)
+        v = value[at, column] * popcount(held)
         steps[low] += v
         steps[high + 1] -= v
 
@@ -705,7 +674,7 @@ def _marginal_kernel(left, right, feature, threshold, value, offsets, max_depth,
                     continue
                 for word in range(directions.shape[1]):
                     _bitset_walk(left, right, feature, threshold, value, directions, start,
-                                 word, _word_rows(n_background, word), x, ranks[q - first],
+                                 word, word_rows(n_background, word), x, ranks[q - first],
                                  column, steps[q], stack)
     curves = np.empty((n_pairs, p + 1))
     scale = 1.0 / (n_trees * n_background)

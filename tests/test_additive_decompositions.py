@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestRegressor
@@ -87,6 +88,45 @@ def test_interventional_kernel_equals_brute_force_shapley(diabetes):
     for row in range(3):
         expected = _brute_force_interventional(model, X[10 + row], background)
         np.testing.assert_allclose(ours[row], expected, rtol=0, atol=1e-10)
+
+
+def test_interventional_kernel_with_two_words_of_background_rows(wine):
+    """70 background rows are walked as two 64-bit words; class probabilities, all classes,
+    against subset enumeration through predict_proba; the same values on 1 and 2 threads."""
+    X, y = wine
+    X = X[:, :6]
+    model = ExtraTreesClassifier(5, max_depth=7, random_state=0).fit(X, y)
+    background = X[np.random.default_rng(1).choice(len(X), size=70, replace=False)]
+    threads = numba.get_num_threads()
+    try:
+        runs = []
+        for n_threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+            numba.set_num_threads(n_threads)
+            runs.append(interventional_shap(pack_forest(model), X[:3], background))
+    finally:
+        numba.set_num_threads(threads)
+    np.testing.assert_array_equal(runs[0], runs[-1])
+
+    for row in range(3):
+        def value(subset, x=X[row]):
+            hybrid = background.copy()
+            hybrid[:, list(subset)] = x[list(subset)]
+            return model.predict_proba(hybrid).mean(axis=0)
+
+        expected = shapley_by_subsets(X.shape[1], value)
+        np.testing.assert_allclose(runs[0][row], expected, rtol=0, atol=1e-12)
+
+
+def test_interventional_kernel_routes_as_scikit_learn_next_to_a_threshold():
+    """x = 0.1127 lies above the float64 threshold 0.11269999668 (scikit-learn sends it
+    right) but equals the threshold rounded to float32, which is what shap 0.51's
+    interventional code compares with (shap issue 5116): the exact value is f(x) − f(z)."""
+    model = RandomForestRegressor(1, bootstrap=False, random_state=0).fit(
+        [[0.1085], [0.1169]], [0.0, 1.0])
+    x, z = np.array([[0.1127]]), np.array([[0.1085]])
+    phi = interventional_shap(pack_forest(model), x, z)
+    assert model.predict(x)[0] - model.predict(z)[0] == 1.0
+    assert phi[0, 0, 0] == 1.0
 
 
 def test_interventional_kernel_agrees_with_shap_where_shap_is_accurate(iris):

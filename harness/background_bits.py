@@ -1,0 +1,45 @@
+"""Background rows as bits: which of up to 64 background rows go left at each node, as one
+word, so that kernels walking many background rows at once (the marginal imputation of
+tree SAGE, interventional TreeSHAP) route them all with one AND per node.
+
+Routing follows scikit-learn: a row goes left when ``float32(z_j) <= threshold``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+ALL_ROWS = ~np.uint64(0)
+
+
+@njit(cache=True)
+def background_directions(left, feature, threshold, offsets, Z32):
+    """Which background rows go left at each node: bit b % 64 of word b // 64 of row ``node``
+    is set if background row b goes left, shape (total_nodes, ceil(B / 64)) uint64."""
+    n_background = Z32.shape[0]
+    directions = np.zeros((offsets[-1], (n_background + 63) // 64), dtype=np.uint64)
+    for node in range(offsets[-1]):
+        if left[node] == -1:
+            continue
+        j, cut = feature[node], threshold[node]
+        for b in range(n_background):
+            if np.float64(Z32[b, j]) <= cut:
+                directions[node, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    return directions
+
+
+@njit(cache=True, inline='always')
+def popcount(m):
+    """Number of set bits of a uint64."""
+    m = m - ((m >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    m = (m & np.uint64(0x3333333333333333)) + ((m >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    m = (m + (m >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((m * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(cache=True)
+def word_rows(n_background, word):
+    """Bit set of the background rows held by ``word`` (64 of them, fewer in the last)."""
+    n_rows = min(64, n_background - 64 * word)
+    return ALL_ROWS if n_rows == 64 else (np.uint64(1) << np.uint64(n_rows)) - np.uint64(1)
