@@ -11,6 +11,21 @@ with its reverse on the same row and scores their mean (a control variate: a fea
 
 For every sample the scores sum to ℓ(f_∅(x), y) − ℓ(f_all(x), y), so the values sum to the
 mean of that difference over the samples (efficiency).
+
+Control variates (``controls``): most of the variance of a score comes from the row, not from
+the permutation, and per-row quantities whose mean over all rows is known exactly can absorb
+it. Given such quantities z(x) (q per row, with exact mean μ), the regression estimator
+(Owen 2013, *Monte Carlo theory, methods and examples*, Sec. 8.9; Glasserman 2004, Sec. 4.1)
+
+    φ̂_j = mean(s_j) − β̂_jᵀ (mean(z) − μ),   β̂_j the least-squares slope of s_j on z,
+
+is consistent, and its standard error is σ̂_j (1/N + dᵀ C_zz⁻¹ d)^½ with σ̂_j² the residual
+variance (N − q − 1 degrees of freedom), d = mean(z) − μ and C_zz the centred cross-product
+of z. Tree SAGE uses the row's total drop ℓ(f_∅) − ℓ(f_all) and its first-step drops
+ℓ(f_∅) − ℓ(f_{j}) for every j, all read from per-forest tables. The controls are the same for
+every feature, so the slopes sum to that of Σ_j s_j = total drop on z, which is exactly 1 on
+the total drop and 0 elsewhere: the values then sum to the exact mean total drop over all
+rows (efficiency, now without sampling error).
 """
 
 from __future__ import annotations
@@ -51,7 +66,7 @@ class Welford:
         self.mean = np.zeros(p)
         self.squares = np.zeros(p)
 
-    def update(self, batch: np.ndarray) -> None:
+    def update(self, batch: np.ndarray, controls: np.ndarray | None = None) -> None:
         size = batch.shape[0]
         if size == 0:
             return
@@ -64,15 +79,87 @@ class Welford:
         self.n = total
 
     @property
+    def values(self) -> np.ndarray:
+        return self.mean
+
+    @property
     def std(self) -> np.ndarray:
         """Standard error of the mean (sage's ``ImportanceTracker.std``)."""
         return np.sqrt(self.squares) / max(self.n, 1)
 
+    def ratio(self) -> float:
+        """sage's convergence ratio max std / (max value − min value)."""
+        gap = max(float(self.values.max() - self.values.min()), 1e-12)
+        return float(self.std.max()) / gap
+
     def converged(self, thresh: float) -> bool:
-        if self.n < 2:
-            return False
-        gap = max(float(self.mean.max() - self.mean.min()), 1e-12)
-        return float(self.std.max()) / gap < thresh
+        return self.n >= 2 and self.ratio() < thresh
+
+
+class RegressionMeans(Welford):
+    """Running regression estimator of the mean scores with control variates of known mean
+    (see the module docstring): scores and controls are merged into one running mean and
+    co-moment matrix (Chan, Golub, LeVeque 1979), and the slopes are fitted when read."""
+
+    def __init__(self, p: int, control_means: np.ndarray) -> None:
+        self.p = p
+        self.control_means = np.asarray(control_means, dtype=float)
+        self.n = 0
+        size = p + self.control_means.size
+        self.joint_mean = np.zeros(size)
+        self.comoment = np.zeros((size, size))
+
+    def update(self, batch: np.ndarray, controls: np.ndarray | None = None) -> None:
+        size = batch.shape[0]
+        if size == 0:
+            return
+        joint = np.hstack([batch, controls])
+        batch_mean = joint.mean(axis=0)
+        centred = joint - batch_mean
+        delta = batch_mean - self.joint_mean
+        total = self.n + size
+        self.joint_mean = self.joint_mean + delta * (size / total)
+        self.comoment = (self.comoment + centred.T @ centred
+                         + np.outer(delta, delta) * (self.n * size / total))
+        self.n = total
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.joint_mean[:self.p]
+
+    def _fit(self) -> tuple[np.ndarray, np.ndarray]:
+        """The adjusted values and their standard errors (plain means before the fit has
+        at least twice as many samples as controls)."""
+        p, n = self.p, self.n
+        scores = self.comoment[:p, :p].diagonal()
+        if n <= 2 * (self.control_means.size + 1):
+            return self.mean.copy(), np.sqrt(scores) / max(n, 1)
+        zz, zs = self.comoment[p:, p:], self.comoment[p:, :p]
+        scale = np.sqrt(zz.diagonal())  # solved on unit-variance controls, for conditioning
+        scale[scale == 0] = 1.0
+        inverse = np.linalg.pinv(zz / np.outer(scale, scale), rcond=1e-12, hermitian=True)
+        slopes = inverse @ (zs / scale[:, None]) / scale[:, None]
+        rank = np.linalg.matrix_rank(inverse, hermitian=True)
+        gap = self.joint_mean[p:] - self.control_means
+        values = self.mean - slopes.T @ gap
+        residual = np.maximum(scores - np.sum(zs * slopes, axis=0), 0.0) / (n - rank - 1)
+        leverage = 1.0 / n + (gap / scale) @ inverse @ (gap / scale)
+        return values, np.sqrt(residual * leverage)
+
+    @property
+    def values(self) -> np.ndarray:
+        return self._fit()[0]
+
+    @property
+    def std(self) -> np.ndarray:
+        return self._fit()[1]
+
+    def ratio(self) -> float:
+        values, std = self._fit()
+        return float(std.max()) / max(float(values.max() - values.min()), 1e-12)
+
+    def converged(self, thresh: float) -> bool:
+        return self.n > 2 * (self.control_means.size + 1) and self.ratio() < thresh
 
 
 def estimate_sage(
@@ -87,6 +174,7 @@ def estimate_sage(
     max_permutations: int,
     antithetic: bool = True,
     row_weights: np.ndarray | None = None,
+    controls: np.ndarray | None = None,
     on_batch: Callable[[int, float], None] | None = None,
 ) -> SageEstimate:
     """Sample (row, permutation) pairs until convergence; see the module docstring.
@@ -100,6 +188,10 @@ def estimate_sage(
         ``loss(curves, targets_of_pairs) -> (n_pairs, p + 1)``.
     targets : ndarray (n,)
         What the loss compares with, per row (regression y, or unused for cross-entropy).
+    controls : ndarray (n, q), optional
+        Control variates of every row, column 0 the row's total drop ℓ(f_∅) − ℓ(f_all); their
+        exact means are taken over the rows (weighted by ``row_weights``). ``mean_total_drop``
+        is then the exact mean of column 0, which the values sum to.
     on_batch : callable, optional
         Called after each batch with (samples so far, current convergence ratio).
     """
@@ -107,7 +199,10 @@ def estimate_sage(
     probabilities = None
     if row_weights is not None:
         probabilities = np.asarray(row_weights, dtype=float) / np.sum(row_weights)
-    tracker = Welford(n_features)
+    if controls is None:
+        tracker = Welford(n_features)
+    else:
+        tracker = RegressionMeans(n_features, np.average(controls, axis=0, weights=row_weights))
     drops: list[float] = []
     converged = False
     while tracker.n < max_permutations:
@@ -124,13 +219,14 @@ def estimate_sage(
         if antithetic:
             scores = (scores[:size] + scores[size:]) / 2
             total = (total[:size] + total[size:]) / 2
-        tracker.update(scores)
+        tracker.update(scores, None if controls is None else controls[rows[:size]])
         drops.extend(total.tolist())
-        gap = max(float(tracker.mean.max() - tracker.mean.min()), 1e-12)
         if on_batch is not None:
-            on_batch(tracker.n, float(tracker.std.max()) / gap)
+            on_batch(tracker.n, tracker.ratio())
         if tracker.converged(thresh):
             converged = True
             break
-    return SageEstimate(values=tracker.mean.copy(), std=tracker.std, n_samples=tracker.n,
-                        converged=converged, mean_total_drop=float(np.mean(drops)))
+    mean_total_drop = float(np.mean(drops)) if controls is None else float(
+        tracker.control_means[0])
+    return SageEstimate(values=tracker.values.copy(), std=tracker.std, n_samples=tracker.n,
+                        converged=converged, mean_total_drop=mean_total_drop)

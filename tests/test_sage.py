@@ -13,10 +13,11 @@ import harness
 from harness.errors import MethodSkipped
 from harness.packed import as_float32_rows, pack_forest
 from harness.sage_estimator import estimate_sage
-from harness.sage_kernels import (
+from harness.sage_marginal import marginal_curves, marginal_setup
+from harness.sage_path_dependent import path_dependent_curves
+from harness.sage_tables import (
     cover_fractions,
-    marginal_curves,
-    path_dependent_curves,
+    singleton_sums,
     singleton_tables,
     subtree_masks,
 )
@@ -183,6 +184,88 @@ def test_curves_do_not_depend_on_grouping_or_threads(forests):
         np.testing.assert_array_equal(
             _marginal(model, X, background, rows[alone], perms[alone], columns[alone]),
             results[0][1][alone])
+
+
+@pytest.mark.parametrize("imputation", ["path_dependent", "marginal"])
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_first_step_sums_of_every_row_equal_the_definitions(task, imputation, forests):
+    """f_{j}(x) of every row and feature (the control variates' first steps), read by sweeping
+    the sorted rows beside each tree's cuts: explicit recursion (path-dependent) or imputed
+    predictions (marginal), for rows with repeated values too."""
+    model, X, _ = forests[task]
+    classifier = task == "classification"
+    X = np.concatenate([X[:12], X[:3]])  # ties: every value of the first rows twice
+    forest = pack_forest(model)
+    arrays = (forest.left, forest.right, forest.feature, forest.threshold, forest.value)
+    p, X32 = X.shape[1], as_float32_rows(X)
+    columns = np.arange(len(X)) % forest.n_values
+    if imputation == "marginal":
+        background = X[[1, 4, 7, 9, 10]]
+        tables = marginal_setup(*arrays, forest.offsets, p, as_float32_rows(background))[3]
+        scale = forest.n_trees * len(background)
+    else:
+        fraction = cover_fractions(forest.left, forest.right, forest.cover, forest.offsets)
+        tables = singleton_tables(*arrays, fraction, forest.offsets, p)
+        scale = forest.n_trees
+    ours = singleton_sums(tables, X32, columns, forest.n_trees) / scale
+    for i in range(len(X)):
+        for j in range(p):
+            if imputation == "marginal":
+                hybrid = background.copy()
+                hybrid[:, j] = X[i, j]
+                expected = np.mean([_tree_output(e, hybrid, classifier)[:, columns[i]]
+                                    for e in model.estimators_])
+            else:
+                expected = np.mean([_expectation(e.tree_, 0, X32[i], {j}, columns[i],
+                                                 classifier) for e in model.estimators_])
+            assert abs(ours[i, j] - expected) <= 1e-12, (i, j)
+
+
+def _interaction_game(n_rows: int, seed: int):
+    """v_i(S) = Σ_{j in S} a_j x_ij + b x_i0 x_i1 [0, 1 in S] + c x_i2 x_i3 [2, 3 in S] on
+    rows of different scales: exact Shapley values a_j x_ij plus half of each pair term."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n_rows, 4)) * rng.gamma(2.0, size=(n_rows, 1))
+    a, b, c = np.array([1.0, 0.6, -0.4, 0.2]), 0.8, -0.5
+    pair_01, pair_23 = b * x[:, 0] * x[:, 1], c * x[:, 2] * x[:, 3]
+
+    def curves(rows, perms):
+        gains = a[perms] * x[rows][np.arange(len(rows))[:, None], perms]
+        both_01 = np.cumsum(np.isin(perms, [0, 1]), axis=1) == 2
+        both_23 = np.cumsum(np.isin(perms, [2, 3]), axis=1) == 2
+        return np.concatenate([np.zeros((len(rows), 1)), np.cumsum(gains, axis=1)
+                               + both_01 * pair_01[rows, None] + both_23 * pair_23[rows, None]],
+                              axis=1)
+
+    exact = (a * x).mean(axis=0) + np.repeat([pair_01.mean(), pair_23.mean()], 2) / 2
+    total = (a * x).sum(axis=1) + pair_01 + pair_23
+    controls = np.column_stack([total, a * x])  # total and first-step drops
+    return curves, exact, controls
+
+
+def test_control_variates_keep_the_estimator_unbiased_and_its_std_honest():
+    """60 runs of 400 samples on a game with exact values: z-scores of mean ~0 and mean
+    square ~1 (400 z's: standard errors 0.05 and 0.07), a smaller std than plain means, and
+    values that sum to the exact mean total drop over all rows."""
+    curves, exact, controls = _interaction_game(300, 0)
+
+    def drop(curves, targets):  # loss drop = curve increase
+        return -curves
+
+    targets = np.zeros(len(controls))
+    z, ratios = [], []
+    for seed in range(60):
+        runs = [estimate_sage(curves, drop, targets, 4, np.random.default_rng(seed),
+                              thresh=1e-9, batch_size=100, max_permutations=400,
+                              antithetic=False, controls=with_controls)
+                for with_controls in (controls, None)]
+        z.append((runs[0].values - exact) / runs[0].std)
+        ratios.append(runs[1].std / runs[0].std)
+        assert abs(runs[0].values.sum() - controls[:, 0].mean()) <= 1e-12
+        assert runs[0].mean_total_drop == pytest.approx(controls[:, 0].mean(), abs=1e-15)
+    z = np.array(z)
+    assert abs(z.mean()) < 0.2 and 0.75 < np.mean(z**2) < 1.3, (z.mean(), np.mean(z**2))
+    assert np.median(ratios) > 1.15  # measured 1.23: 1.5x fewer samples for the same std
 
 
 def test_estimator_recovers_exact_games():
