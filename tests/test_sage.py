@@ -299,14 +299,29 @@ def test_estimator_recovers_exact_games():
     assert np.all(np.abs(estimate.values[:2] - 0.5) <= 4 * estimate.std[:2])
 
 
+@pytest.mark.parametrize("control_variates", [True, False])
 @pytest.mark.parametrize("imputation", ["path_dependent", "marginal"])
 @pytest.mark.parametrize("task", ["classification", "regression"])
-def test_values_sum_to_the_mean_total_loss_drop(task, imputation, forests):
+def test_values_sum_to_the_mean_total_loss_drop(task, imputation, control_variates, forests):
+    """Plain means: the mean over the samples of ℓ(f_∅) − ℓ(f_all); with control variates:
+    its exact mean over all rows, computed here from the forest's own predictions."""
     model, X, y = forests[task]
     imp = harness.explain("tree_sage", model, X, y, seed=4, imputation=imputation,
-                          n_background=16, max_permutations=300, batch_size=100)
+                          n_background=16, max_permutations=300, batch_size=100,
+                          control_variates=control_variates)
     assert imp.extra["n_samples"] == 300 or imp.extra["converged"]
     np.testing.assert_allclose(imp.values.sum(), imp.extra["mean_total_drop"], rtol=1e-10)
+    if control_variates and imputation == "path_dependent":
+        rows = np.arange(len(X))
+        if task == "classification":
+            full = model.predict_proba(X)[rows, y]
+            empty = np.mean([e.tree_.value[0, 0] / e.tree_.value[0, 0].sum()
+                             for e in model.estimators_], axis=0)[y]
+            drops = np.log(np.clip(full, 1e-12, 1 - 1e-12)) - np.log(empty)  # sage's clip
+        else:
+            empty = np.mean([e.tree_.value[0, 0, 0] for e in model.estimators_])
+            drops = (empty - y) ** 2 - (model.predict(X) - y) ** 2
+        np.testing.assert_allclose(imp.values.sum(), drops.mean(), rtol=1e-10)
     assert imp.unit == ("nats (cross-entropy)" if task == "classification"
                         else "squared error (units of y squared)")
 
