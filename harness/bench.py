@@ -22,12 +22,12 @@ The table (``bench.json``, one record per row) has the columns ``case``, ``metho
 installed" or "error: ..."), ``reference_seconds``, ``reference_ratio_to_predict``,
 ``speedup`` (reference seconds / ours), ``target_speedup``, ``max_abs_diff``,
 ``max_diff_in_std``, ``note``, ``threads`` (numba threads), ``peak_mib`` (the largest
-memory in use above the start of the run, during the timed runs: numpy and numba arrays,
-traced by ``tracemalloc``), ``memory_ratio`` (peak over the output's size plus the packed
-forest's), ``target_memory_ratio`` and ``meets_target`` (every set target met; None where
-no target is set). The memory target (issue 6: within 2x of output + flattened forest)
-applies to every method but ``sage``, which wraps another package (not traced, so that
-tracing does not slow its Python loops).
+memory in use above the start of a run: numpy and numba arrays, traced by ``tracemalloc`` in
+one more run after the timed ones, since tracing slows allocation), ``memory_ratio`` (peak
+over the output's size plus the packed forest's), ``target_memory_ratio`` and
+``meets_target`` (every set target met; None where no target is set). The memory target
+(issue 6: within 2x of output + flattened forest) applies to every method but ``sage``,
+which wraps another package (not traced, so that tracing does not slow its Python loops).
 """
 
 from __future__ import annotations
@@ -341,13 +341,10 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
                 if warm else method
             cheap = spec in case.rows and not warm and not all_rows
             explain(warm_method, model, Xn[:8] if cheap else Xn, yn[:8] if cheap else yn)
+            seconds, result = timed(lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
+            # memory from one more run: tracing slows every allocation, so it is not timed
             traced = method.name not in UNTRACED_METHODS
-            if traced:
-                peak, (seconds, result) = traced_peak(
-                    lambda: timed(lambda: explain(method, model, Xn, yn), repeat))  # noqa: B023
-            else:
-                peak = None
-                seconds, result = timed(lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
+            peak = traced_peak(lambda: explain(method, model, Xn, yn))[0] if traced else None  # noqa: B023
             done += 1
             results[spec] = (seconds, result)
             base = {"case": case.name, "method": spec, "n_rows": n, "seconds": seconds,

@@ -120,6 +120,25 @@ def mean_loss_increase(code, targets, base, shift):
     return out / n
 
 
+@njit(cache=True)
+def row_loss_increases(code, targets, base, shift, n_oob, rows):
+    """loss(base_i + shift_ij / n_oob_i) − loss(base_i) for each row i of ``rows`` and every
+    feature j, (len(rows), p): the ensemble-level OOB increases of ``mda_ik`` and
+    ``sobol_mda`` (``shift`` summed over each row's OOB trees), without (n, p, n_values)
+    temporaries."""
+    p, n_values = shift.shape[1], shift.shape[2]
+    out = np.empty((rows.size, p))
+    moved = np.empty(n_values)
+    for r in range(rows.size):
+        i = rows[r]
+        base_loss = loss_value(code, targets[i], base[i])
+        for j in range(p):
+            for c in range(n_values):
+                moved[c] = base[i, c] + shift[i, j, c] / n_oob[i]
+            out[r, j] = loss_value(code, targets[i], moved) - base_loss
+    return out
+
+
 def target_codes(model, y: np.ndarray, classifier: bool) -> np.ndarray:
     """Targets for the kernels: float y, or the class index in ``model.classes_``."""
     if classifier:

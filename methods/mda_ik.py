@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.losses import loss_rows, loss_table
+from harness.losses import row_loss_increases
 from harness.method import ExplainData
 from harness.oob import oob_predictions
 from harness.oob_method import LOSS_PARAM, OOBMethod
@@ -33,12 +33,8 @@ class MDAIshwaranKogalur(OOBMethod):
         loss = self.loss(data.task)
         _, shift = self.permutation_pass(inputs, loss, rng, ensemble=True)
         prediction, n_oob = oob_predictions(model, data.X)
-        scored = n_oob > 0
-        base = prediction[scored]
-        targets = inputs.targets[scored]
-        permuted = base[:, None, :] + shift[scored] / n_oob[scored, None, None]
-        increase = (loss_table(loss.code, targets, permuted)
-                    - loss_rows(loss.code, targets, base)[:, None])
+        increase = row_loss_increases(loss.code, inputs.targets, prediction, shift, n_oob,
+                                      np.flatnonzero(n_oob > 0))
         n_rows = increase.shape[0]
         std = increase.std(axis=0, ddof=1) / np.sqrt(n_rows) if n_rows > 1 else None
         return Importances(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.losses import BRIER, SQUARED_ERROR, row_loss_increases
 from harness.method import ExplainData
 from harness.oob import oob_predictions, target_matrix
 from harness.oob_method import OOBMethod
@@ -45,13 +46,13 @@ class SobolMDA(OOBMethod):
         shift = projected_oob_shift(*inputs.kernel_forest(), inputs.X32, inputs.inbag.counts,
                                     targets)
         prediction, n_oob = oob_predictions(model, data.X)
-        scored = n_oob > 0
-        truth, base = targets[scored], prediction[scored]
-        projected = base[:, None, :] + shift[scored] / n_oob[scored, None, None]
-        base_error = ((truth - base) ** 2).sum(axis=1)
-        projected_error = ((truth[:, None, :] - projected) ** 2).sum(axis=2)
+        # Σ_k (target_k − output_k)²: the Brier score of the class probabilities, or the
+        # squared error of the regression
+        code = BRIER if inputs.forest.classifier else SQUARED_ERROR
         variance = float(targets.var(axis=0, ddof=1).sum())
-        increase = (projected_error - base_error[:, None]) / variance
+        increase = row_loss_increases(code, inputs.targets, prediction, shift, n_oob,
+                                      np.flatnonzero(n_oob > 0))
+        increase /= variance
         n_rows = increase.shape[0]
         std = increase.std(axis=0, ddof=1) / np.sqrt(n_rows) if n_rows > 1 else None
         explains = ("total Sobol index of the regression function" if not inputs.forest.classifier

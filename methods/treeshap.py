@@ -8,9 +8,10 @@ from harness.forest import check_forest, is_classifier, predict_output
 from harness.interventional_shap import compile_kernel, interventional_shap
 from harness.method import ExplainData, Method
 from harness.outputs import OUTPUT_PARAM, check_output, select_output
-from harness.packed import pack_forest
+from harness.packed import as_float32_rows, pack_forest
 from harness.params import Interval, Options, Param
 from harness.path_kernels import path_forest
+from harness.permutation_kernels import forest_output
 from harness.treeshap_kernel import compile_kernel as compile_path_dependent_kernel
 from harness.treeshap_kernel import path_dependent_shap
 from harness.types import Importances
@@ -70,12 +71,17 @@ class TreeSHAP(Method):
         if self.params["perturbation"] == "interventional":
             size = min(self.params["n_background"], n)
             background = X[np.sort(rng.choice(n, size=size, replace=False))]
-            expected = np.atleast_1d(np.mean(predict_output(model, background), axis=0))
             if self.params["backend"] == "shap":
+                expected = np.atleast_1d(np.mean(predict_output(model, background), axis=0))
                 phi = self._shap(model, X, background)
             else:
-                phi = interventional_shap(pack_forest(model), X, background,
-                                          path_forest(model))
+                forest = pack_forest(model)
+                # the forest's mean output on the background, without scikit-learn's per-tree
+                # Python loop (half the time of a 30-row explain of 500 trees)
+                expected = forest_output(forest.left, forest.right, forest.feature,
+                                         forest.threshold, forest.value, forest.offsets,
+                                         as_float32_rows(background)).mean(axis=0)
+                phi = interventional_shap(forest, X, background, path_forest(model))
         elif self.params["backend"] == "shap":
             background = None
             import shap
