@@ -248,7 +248,7 @@ def _beside_tool(row: dict, pair: Pair, ours, model, X, y, params: dict, repeat:
     """Fill the reference columns of ``row`` by running ``pair.tool`` on the same rows (or
     reusing its run in ``runs`` with the same rows and parameters)."""
     tool = TOOLS[pair.tool]
-    row.update(reference=tool.name, target_speedup=pair.min_speedup)
+    row.update(reference=tool.name, target_speedup=pair.min_speedup, note=tool.note)
     reason = missing(tool.module)
     if reason:
         row["reference_status"] = reason

@@ -40,7 +40,8 @@ class Tool:
     ``same_draws`` is False when the tool estimates the same quantity with other random
     draws (permutations): its values are then compared in units of the combined std, not by
     their absolute difference. ``uses`` names the parameters of our method that the tool
-    takes over; a run is reused for every method of a case that agrees on them.
+    takes over; a run is reused for every method of a case that agrees on them. ``note``
+    is shown beside its rows (a known reason why its values differ from ours).
     """
 
     name: str
@@ -48,6 +49,7 @@ class Tool:
     run: Callable[[Any, np.ndarray, np.ndarray | None, dict], ToolResult]
     same_draws: bool = True
     uses: tuple[str, ...] = ()
+    note: str | None = None
 
 
 def _as_shap_layout(values) -> np.ndarray:
@@ -113,7 +115,8 @@ TOOLS = {tool.name: tool for tool in (
     Tool("shap approximate", "shap", _shap_approximate),
     Tool("treeinterpreter", "treeinterpreter", _treeinterpreter),
     Tool("shap path-dependent", "shap", _shap_path_dependent),
-    Tool("shap interventional", "shap", _shap_interventional, uses=("n_background",)),
+    Tool("shap interventional", "shap", _shap_interventional, uses=("n_background",),
+         note="shap rounds thresholds to float32 (shap issue 5116); ours routes as sklearn"),
     Tool("fasttreeshap", "fasttreeshap", _fasttreeshap),
     Tool("sklearn permutation_importance", "sklearn", _permutation_importance,
          same_draws=False, uses=("n_repeats", "loss")),
