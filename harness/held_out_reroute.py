@@ -20,7 +20,7 @@ bytes per node step of the packed forest. Node ids are global (tree start + loca
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from harness.permutations import STREAM_HELD_OUT, fill_keyed_permutation
 
@@ -92,7 +92,7 @@ def _paths_by_feature(kids, feature, threshold, start, X32, path, split_row, spl
     return leaves
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def held_out_permutation_pass(kids, feature, threshold, value, offsets, max_depth, X32,
                               seed, first_repeat, n_repeats):
     """Forest output shift of every row and feature when column j is permuted over all rows,
@@ -121,9 +121,6 @@ def held_out_permutation_pass(kids, feature, threshold, value, offsets, max_dept
     split_row = np.empty(n * max_depth, dtype=np.int64)
     split_depth = np.empty(n * max_depth, dtype=np.int64)
     bucket = np.zeros(p + 1, dtype=np.int64)
-    task_row = np.empty(n, dtype=np.int64)
-    task_node = np.empty(n, dtype=np.int64)
-    task_x = np.empty(n, dtype=np.float32)
     for t in range(n_trees):
         start = offsets[t]
         leaves = _paths_by_feature(kids, feature, threshold, start, X32, path, split_row,
@@ -131,8 +128,11 @@ def held_out_permutation_pass(kids, feature, threshold, value, offsets, max_dept
         for row in range(n):
             for c in range(n_values):
                 base[row, c] += value[leaves[row], c]
-        for r in range(n_repeats):
-            for j in range(p):
+        for j in prange(p):  # features write disjoint slices of shift: any thread count
+            task_row = np.empty(n, dtype=np.int64)
+            task_node = np.empty(n, dtype=np.int64)
+            task_x = np.empty(n, dtype=np.float32)
+            for r in range(n_repeats):
                 count = _leaving_rows(kids, threshold, start, X32, path, split_row,
                                       split_depth, bucket, j, perms[r, j], task_row,
                                       task_node, task_x)

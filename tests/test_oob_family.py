@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 from collections import defaultdict
 
+import numba
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris, make_friedman1
@@ -189,15 +190,20 @@ def test_held_out_mda_equals_permuted_predict(case, loss, request):
 
 def test_held_out_repeats_do_not_depend_on_their_blocks(classification_forest):
     """Repeats walked together (one path walk per tree) give the shifts of repeats walked one
-    at a time, to the last bit, and the base output is the forest's predict_proba."""
+    at a time on one thread, to the last bit, and the base output is predict_proba's."""
     model, X, _ = classification_forest
     forest, compact = pack_forest(model), path_forest(model)
     walk = (compact.kids, compact.feature, compact.threshold, forest.value, forest.offsets,
             forest.max_depth, as_float32_rows(X), 11)
     together, base = held_out_permutation_pass(*walk, 0, 3)
-    for repeat in range(3):
-        alone, _ = held_out_permutation_pass(*walk, repeat, 1)
-        np.testing.assert_array_equal(together[repeat], alone[0])
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        for repeat in range(3):  # one thread; features are walked in parallel otherwise
+            alone, _ = held_out_permutation_pass(*walk, repeat, 1)
+            np.testing.assert_array_equal(together[repeat], alone[0])
+    finally:
+        numba.set_num_threads(threads)
     np.testing.assert_allclose(base, model.predict_proba(X), rtol=0, atol=1e-12)
 
 
