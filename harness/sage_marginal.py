@@ -16,12 +16,9 @@ k and the set of rows that reach the node for those k. Rows that go x's way shar
 child; the others split into x's child for k > rank(j) and their own child for
 k <= rank(j); a leaf adds its value times the number of rows over the interval.
 
-The kernel returns the forest's curve (mean over trees) of one output column per (row,
-permutation) pair: the true class's probability for cross-entropy, the regression value
-for squared error. Routing follows scikit-learn (float32 inputs, ``x <= threshold``). Pairs
-are split into groups processed in parallel (numba ``prange``); each pair's curve is
-accumulated in a fixed order (trees, then depth first) that does not depend on the other
-pairs of its group, so the results do not depend on the number of threads.
+The curves, their output column and their independence of the thread count are as in
+:mod:`harness.sage_path_dependent` (pairs in groups of ``CHUNK``, each summed over trees and
+background words in a fixed order).
 """
 
 from __future__ import annotations

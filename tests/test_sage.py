@@ -110,22 +110,13 @@ def test_path_dependent_curves_equal_explicit_recursion(task, forests):
     _assert_explicit_recursion(ours, model, X, rows, perms, columns, task == "classification")
 
 
+@pytest.mark.parametrize("n_background", [7, 70])
 @pytest.mark.parametrize("task", ["classification", "regression"])
-def test_marginal_curves_equal_imputed_predictions(task, forests):
-    model, X, _ = forests[task]
-    _, rows, perms, columns = _kernel_inputs(model, X, 5, 2)
-    background = X[np.random.default_rng(3).choice(len(X), size=7, replace=False)]
-    ours = _marginal(model, X, background, rows, perms, columns)
-    _assert_imputed_predictions(ours, model, X, background, rows, perms, columns,
-                                task == "classification")
-
-
-@pytest.mark.parametrize("task", ["classification", "regression"])
-def test_marginal_curves_with_more_than_64_background_rows(task, forests):
+def test_marginal_curves_equal_imputed_predictions(task, n_background, forests):
     """The background rows are walked 64 at a time (one bit each): 70 rows take two words."""
     model, X, _ = forests[task]
-    _, rows, perms, columns = _kernel_inputs(model, X, 3, 5)
-    background = X[np.random.default_rng(6).choice(len(X), size=70, replace=False)]
+    _, rows, perms, columns = _kernel_inputs(model, X, 5 if n_background < 64 else 3, 2)
+    background = X[np.random.default_rng(3).choice(len(X), size=n_background, replace=False)]
     ours = _marginal(model, X, background, rows, perms, columns)
     _assert_imputed_predictions(ours, model, X, background, rows, perms, columns,
                                 task == "classification")
