@@ -18,11 +18,11 @@ subtree's expectation is the node's own value, so the walk stops there for those
 descends only for the larger ones. A child that is a leaf, or a twig (a split whose
 children are both leaves), is finished at its parent instead of being visited.
 Up to ``PAIRS_PER_WALK`` (row, permutation) pairs (fewer for deep trees with many
-features, within ``GROUP_BYTES``) walk a tree together, depth first: a node holds the list
-of pairs that reach it, each with its weights over k = 2, ..., p − 1 as a dense row of
-lanes (vectorised arithmetic, zero outside the k that reach the node); k = p (f(x) itself)
-is collected where x's own path ends. Node data is loaded once for the whole list and the
-per-pair work has few branches.
+features or for small forests, within ``GROUP_BYTES``) walk a tree together, depth first:
+a node holds the list of pairs that reach it, each with its weights over k = 2, ..., p − 1
+as a dense row of lanes (vectorised arithmetic, zero outside the k that reach the node);
+k = p (f(x) itself) is collected where x's own path ends. Node data is loaded once for the
+whole list and the per-pair work has few branches.
 
 The kernel returns the forest's curve (mean over trees) of one output column per (row,
 permutation) pair: the true class's probability for cross-entropy, the regression value
@@ -34,6 +34,7 @@ pairs of its group, so the results do not depend on the number of threads.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -342,8 +343,11 @@ def path_dependent_curves(left: np.ndarray, right: np.ndarray, feature: np.ndarr
                           else np.uint16)
     tree = (left, right, feature, threshold, value, fraction, masks)
     # measured: larger groups load each node for more pairs (Friedman #1: 128 pairs 2.4x
-    # faster than 16); the bound keeps the lanes of a group within a cache-sized buffer
+    # faster than 16); the bound keeps the lanes of the groups in flight within a cache-sized
+    # buffer each and, together, within a quarter of the forest's node arrays
+    forest_bytes = sum(a.nbytes for a in (left, right, feature, threshold, value, fraction))
+    budget = min(GROUP_BYTES, forest_bytes // (4 * numba.get_num_threads()))
     pair_bytes = 2 * (max_depth + 2) * _lane_count(p) * 8
-    group_size = int(np.clip(GROUP_BYTES // pair_bytes, 32, PAIRS_PER_WALK))
+    group_size = int(np.clip(budget // pair_bytes, 32, PAIRS_PER_WALK))
     return _path_dependent_kernel(tree, offsets, max_depth, X32, rows, perms, columns,
                                   tables, table_type, group_size)
