@@ -137,3 +137,21 @@ def apply_packed(forest: PackedForest, X: np.ndarray) -> np.ndarray:
     """Local leaf id of every row in every tree, shape (n, n_trees); equals ``model.apply``."""
     return _apply(forest.left, forest.right, forest.feature, forest.threshold, forest.offsets,
                   as_float32_rows(X))
+
+
+@njit(cache=True)
+def _forest_output(left, right, feature, threshold, value, offsets, X32):
+    n = X32.shape[0]
+    out = np.zeros((n, value.shape[1]))
+    for t in range(offsets.size - 1):
+        for i in range(n):
+            out[i] += value[offsets[t] + leaf_of(left, right, feature, threshold, offsets[t],
+                                                 X32, i)]
+    return out / (offsets.size - 1)
+
+
+def packed_output(forest: PackedForest, X: np.ndarray) -> np.ndarray:
+    """Mean over trees of the tree outputs, (n, n_values): ``predict_proba`` / ``predict`` as
+    a column, summed in tree order, without scikit-learn's per-tree Python loop."""
+    return _forest_output(forest.left, forest.right, forest.feature, forest.threshold,
+                          forest.value, forest.offsets, as_float32_rows(X))

@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from harness.losses import loss_value
-from harness.packed import child, leaf_of
+from harness.packed import child
 from harness.permutations import STREAM_OOB, fill_keyed_permutation
 
 
@@ -124,16 +124,3 @@ def oob_permutation_pass(left, right, feature, threshold, value, offsets, max_de
                         shift[row, j, c] += new[c] - old[c]
             tree_increase[t, j] = total / m
     return tree_increase, shift
-
-
-@njit(cache=True)
-def forest_output(left, right, feature, threshold, value, offsets, X32):
-    """Mean over trees of the tree outputs, (n, n_values): ``predict`` / ``predict_proba``."""
-    n = X32.shape[0]
-    n_trees = offsets.size - 1
-    out = np.zeros((n, value.shape[1]))
-    for t in range(n_trees):
-        for i in range(n):
-            leaf = leaf_of(left, right, feature, threshold, offsets[t], X32, i)
-            out[i] += value[offsets[t] + leaf]
-    return out / n_trees

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.forest import predict_output
 from harness.method import ExplainData
-from harness.packed import as_float32_rows, pack_forest
+from harness.packed import as_float32_rows, pack_forest, packed_output
 from harness.params import Boolean, Options, Param
 from harness.sage_estimator import cross_entropy, estimate_sage, squared_error
 from harness.sage_marginal import marginal_curves, marginal_setup
@@ -58,8 +57,9 @@ class TreeSAGE(SageMethod):
         if marginal:
             background = as_float32_rows(self.background(data, rng))
             setup = marginal_setup(*arrays, forest.offsets, p, background)
+            _, _, tree_sums, tables = setup  # sums over the background rows
             scale = forest.n_trees * len(background)
-            empty, tables = setup[2].sum(axis=0) / scale, setup[3]
+            empty = tree_sums.sum(axis=0) / scale
         else:
             fraction = cover_fractions(forest.left, forest.right, forest.cover, forest.offsets)
             tables = singleton_tables(*arrays, fraction, forest.offsets, p)
@@ -105,7 +105,7 @@ class TreeSAGE(SageMethod):
         first-step drops ℓ(f_∅) − ℓ(f_{j}) (``first_sums`` / ``scale`` is f_{j}), filled in
         place a block of rows at a time (few temporaries of shape (n, p))."""
         n = len(columns)
-        full = np.asarray(predict_output(model, data.X)).reshape(n, -1)[np.arange(n), columns]
+        full = packed_output(pack_forest(model), data.X)[np.arange(n), columns]
         y = targets.astype(np.float64)
         empty_loss = loss(empty[columns][:, None], y)[:, 0]
         controls = np.empty((n, first_sums.shape[1] + 1))

@@ -8,10 +8,9 @@ from harness.forest import check_forest, is_classifier, predict_output
 from harness.interventional_shap import compile_kernel, interventional_shap
 from harness.method import ExplainData, Method
 from harness.outputs import OUTPUT_PARAM, check_output, select_output
-from harness.packed import as_float32_rows, pack_forest
+from harness.packed import pack_forest, packed_output
 from harness.params import Interval, Options, Param
 from harness.path_kernels import path_forest
-from harness.permutation_kernels import forest_output
 from harness.treeshap_kernel import compile_kernel as compile_path_dependent_kernel
 from harness.treeshap_kernel import path_dependent_shap
 from harness.types import Importances
@@ -26,7 +25,7 @@ class TreeSHAP(Method):
     rows. By default (``backend="auto"``, same as ``"harness"``) both run the harness's
     double-precision kernels. Path-dependent: :mod:`harness.treeshap_kernel`, exact by
     Gauss-Legendre quadrature of the Shapley integral; it equals shap's values to rounding
-    (< 1e-12) and brute-force Shapley values of the cover game to 1e-12, and is 3.5-18x faster
+    (< 1e-12) and brute-force Shapley values of the cover game to 1e-12, and is 5-19x faster
     than shap on one thread on the benchmark forests (deep ones gain most). Interventional:
     :mod:`harness.interventional_shap`, which walks the background rows 64 at a time as
     bits; shap's interventional code rounds thresholds to float32 (shap issue 5116), so a
@@ -76,11 +75,7 @@ class TreeSHAP(Method):
                 phi = self._shap(model, X, background)
             else:
                 forest = pack_forest(model)
-                # the forest's mean output on the background, without scikit-learn's per-tree
-                # Python loop (half the time of a 30-row explain of 500 trees)
-                expected = forest_output(forest.left, forest.right, forest.feature,
-                                         forest.threshold, forest.value, forest.offsets,
-                                         as_float32_rows(background)).mean(axis=0)
+                expected = packed_output(forest, background).mean(axis=0)
                 phi = interventional_shap(forest, X, background, path_forest(model))
         elif self.params["backend"] == "shap":
             background = None
