@@ -100,32 +100,11 @@ def loss_table(code, targets, predictions):
 
 
 @njit(cache=True)
-def mean_loss_increase(code, targets, base, shift):
-    """Mean over rows of loss(base + shift) − loss(base), per repeat and feature.
-
-    ``base`` (n, n_values) is the forest's output, ``shift`` (n_repeats, n, p, n_values) its
-    change when a column is permuted; returns (n_repeats, p) without an (n, p, n_values)
-    temporary.
-    """
-    n_repeats, n, p, n_values = shift.shape
-    out = np.zeros((n_repeats, p))
-    moved = np.empty(n_values)
-    for i in range(n):
-        base_loss = loss_value(code, targets[i], base[i])
-        for r in range(n_repeats):
-            for j in range(p):
-                for c in range(n_values):
-                    moved[c] = base[i, c] + shift[r, i, j, c]
-                out[r, j] += loss_value(code, targets[i], moved) - base_loss
-    return out / n
-
-
-@njit(cache=True)
 def row_loss_increases(code, targets, base, shift, n_oob, rows):
     """loss(base_i + shift_ij / n_oob_i) − loss(base_i) for each row i of ``rows`` and every
-    feature j, (len(rows), p): the ensemble-level OOB increases of ``mda_ik`` and
-    ``sobol_mda`` (``shift`` summed over each row's OOB trees), without (n, p, n_values)
-    temporaries."""
+    feature j, (len(rows), p), without (n, p, n_values) temporaries: the ensemble-level OOB
+    increases of ``mda_ik`` and ``sobol_mda`` (``shift`` summed over each row's OOB trees),
+    and, with ``n_oob`` all ones, the held-out increases of ``mda_test``."""
     p, n_values = shift.shape[1], shift.shape[2]
     out = np.empty((rows.size, p))
     moved = np.empty(n_values)

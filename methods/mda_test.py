@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.held_out_reroute import held_out_permutation_pass
-from harness.losses import mean_loss_increase, target_codes
+from harness.losses import row_loss_increases, target_codes
 from harness.method import ExplainData
 from harness.oob_method import LOSS_PARAM, LossMethod
 from harness.packed import as_float32_rows, pack_forest
@@ -51,13 +51,15 @@ class MDATrainTest(LossMethod):
         # together, in blocks of at most half the packed forest (the kernels' memory bound)
         repeat_bytes = X32.size * (8 * forest.n_values + 4)
         block = int(np.clip(forest.nbytes // (2 * repeat_bytes), 1, n_repeats))
-        blocks = []
+        rows, ones = np.arange(len(X32)), np.ones(len(X32))
+        repeats = []
         for first in range(0, n_repeats, block):
             shift, base = held_out_permutation_pass(*walk, first,
                                                     min(block, n_repeats - first))
-            blocks.append(mean_loss_increase(loss.code, targets, base, shift))
+            repeats.extend(row_loss_increases(loss.code, targets, base, one, ones, rows)
+                           .mean(axis=0) for one in shift)
             del shift, base  # before the next block is allocated
-        repeats = np.concatenate(blocks)
+        repeats = np.array(repeats)
         return Importances(
             values=repeats.mean(axis=0), scope="global", feature_names=data.feature_names,
             unit=loss.unit, explains=f"increase of the forest's held-out {loss.name}",
