@@ -108,6 +108,7 @@ class RegressionMeans(Welford):
         size = p + self.control_means.size
         self.joint_mean = np.zeros(size)
         self.comoment = np.zeros((size, size))
+        self._fitted: tuple[np.ndarray, np.ndarray] | None = None
 
     def update(self, batch: np.ndarray, controls: np.ndarray | None = None) -> None:
         size = batch.shape[0]
@@ -122,6 +123,7 @@ class RegressionMeans(Welford):
         self.comoment = (self.comoment + centred.T @ centred
                          + np.outer(delta, delta) * (self.n * size / total))
         self.n = total
+        self._fitted = None
 
     @property
     def mean(self) -> np.ndarray:
@@ -129,7 +131,12 @@ class RegressionMeans(Welford):
 
     def _fit(self) -> tuple[np.ndarray, np.ndarray]:
         """The adjusted values and their standard errors (plain means before the fit has
-        at least twice as many samples as controls)."""
+        at least twice as many samples as controls); fitted once per update."""
+        if self._fitted is None:
+            self._fitted = self._solve()
+        return self._fitted
+
+    def _solve(self) -> tuple[np.ndarray, np.ndarray]:
         p, n = self.p, self.n
         scores = self.comoment[:p, :p].diagonal()
         if n <= 2 * (self.control_means.size + 1):
@@ -137,9 +144,12 @@ class RegressionMeans(Welford):
         zz, zs = self.comoment[p:, p:], self.comoment[p:, :p]
         scale = np.sqrt(zz.diagonal())  # solved on unit-variance controls, for conditioning
         scale[scale == 0] = 1.0
-        inverse = np.linalg.pinv(zz / np.outer(scale, scale), rcond=1e-12, hermitian=True)
+        # pseudo-inverse and rank from one eigendecomposition (collinear controls allowed)
+        eigenvalues, vectors = np.linalg.eigh(zz / np.outer(scale, scale))
+        kept = eigenvalues > 1e-12 * max(float(np.abs(eigenvalues).max()), 1e-300)
+        inverse = (vectors[:, kept] / eigenvalues[kept]) @ vectors[:, kept].T
+        rank = int(kept.sum())
         slopes = inverse @ (zs / scale[:, None]) / scale[:, None]
-        rank = np.linalg.matrix_rank(inverse, hermitian=True)
         gap = self.joint_mean[p:] - self.control_means
         values = self.mean - slopes.T @ gap
         residual = np.maximum(scores - np.sum(zs * slopes, axis=0), 0.0) / (n - rank - 1)
