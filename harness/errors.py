@@ -31,3 +31,15 @@ def unknown_name(kind: str, got: str, available: list[str] | tuple[str, ...]) ->
     """Build the one error format for an unregistered name."""
     names = ", ".join(sorted(available))
     return UnknownNameError(f"Unknown {kind} {got!r}. Available {kind}s: {names}.")
+
+
+class StoreDamagedError(BadInputError):
+    """A run folder's store cannot be read: not a SQLite database, or damaged pages."""
+
+
+class RunFolderBusyError(HarnessError):
+    """Another runner holds the run folder (one runner owns a run folder at a time)."""
+
+
+class StoreLostError(HarnessError):
+    """The store was deleted or replaced while this run was writing to it."""

@@ -16,12 +16,13 @@ import numpy as np
 from harness import registry
 from harness.cells import Cell, expand_datasets, expand_methods, expand_models, iter_cells
 from harness.defaults import DEFAULT_GRID
-from harness.errors import BadInputError
+from harness.errors import BadInputError, HarnessError
 from harness.execute import CellInput
-from harness.executors import make_executor
+from harness.executors import call_bounded, make_executor
 from harness.forest import predict_output
 from harness.method import ExplainData
 from harness.models import fit_model
+from harness.run_lock import RunLock
 from harness.store import FINAL_STATUSES, Store
 
 EXPLAIN_ON = ("train", "test", "all")
@@ -131,38 +132,80 @@ def compare(
                                  scheduler=scheduler)
     start = time.perf_counter()
     summary = RunSummary(out=Path(out), total=len(cells))
-    store = Store(out)
     try:
-        stored = {} if force else store.statuses()
-        todo = [c for c in cells if stored.get(c.key) not in FINAL_STATUSES]
-        summary.reused = summary.total - len(todo)
-        todo_keys = {c.key for c in todo}
-        for cell in cells:
-            if cell.key not in todo_keys:
-                _count(summary, stored[cell.key])
-        notify("total", (summary.total, summary.reused))
-        versions = _versions()
-
-        def record(cell: Cell, result: dict) -> None:
-            result = {**result, "versions": versions}
-            store.record_cell(cell.meta(), result)
-            _count(summary, result["status"])
-            notify("cell", (cell, result["status"]))
-
-        tasks = _prepare(todo, store, record, notify)
-        _prepare_methods(cell.method for cell, _ in tasks)
-        notify("stage", f"explaining {len(tasks)} cells")
-        executor_obj.run(tasks, record)
-        if reports:
-            notify("stage", "writing reports")
-            summary.reports = registry.build_reports(Path(out))
+        try:
+            Path(out).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BadInputError(f"Cannot create the run folder {str(out)!r}: {exc}") from exc
+        with RunLock(out), Store(out) as store:
+            _run_cells(cells, store, executor_obj, summary, force, notify,
+                       FitLimits(timeout, max_memory, isolated=executor != "inprocess"))
+            if reports:
+                notify("stage", "writing reports")
+                summary.reports = registry.build_reports(Path(out))
     finally:
-        store.close()
         close = getattr(executor_obj, "close", None)
         if close is not None:
             close()
     summary.wall_time = time.perf_counter() - start
     return summary
+
+
+@dataclass(frozen=True)
+class FitLimits:
+    """How model fitting is bounded: in a forked child with the run's per-cell ``timeout``
+    and ``max_memory`` (``isolated``), or in this process (the in-process executor)."""
+
+    timeout: float | None
+    max_memory: float | None
+    isolated: bool
+
+
+def _run_cells(cells: list[Cell], store: Store, executor_obj, summary: RunSummary,
+               force: bool, notify, limits: FitLimits) -> None:
+    """Reuse stored cells, prepare and execute the rest, recording each result."""
+    stored = {} if force else store.statuses()
+    todo = [c for c in cells if stored.get(c.key) not in FINAL_STATUSES]
+    todo_keys = {c.key for c in todo}
+    for cell in cells:
+        if cell.key not in todo_keys:
+            _count(summary, stored[cell.key])
+            summary.reused += stored[cell.key] == "done"
+    notify("total", (summary.total, summary.total - len(todo)))
+    versions = _versions()
+
+    def record(cell: Cell, result: dict) -> None:
+        result = {**result, "versions": versions}
+        store.record_cell(cell.meta(), result)
+        _count(summary, result["status"])
+        notify("cell", (cell, result["status"]))
+
+    _refresh_truth(cells, todo, store)
+    tasks = _prepare(todo, store, record, notify, limits)
+    _prepare_methods(cell.method for cell, _ in tasks)
+    notify("stage", f"explaining {len(tasks)} cells")
+    executor_obj.run(tasks, record)
+
+
+def _refresh_truth(cells: list[Cell], todo: list[Cell], store: Store) -> None:
+    """Store again the ground truth of datasets whose stored truth cannot be read (a store
+    written by an older version holds it as a pickle, which is never loaded); the datasets
+    of cells still to run are stored anyway when they are loaded."""
+    loading = {(repr(c.dataset), c.seed) for c in todo}
+    seen = set()
+    for cell in cells:
+        where = (repr(cell.dataset), cell.seed)
+        if where in seen or where in loading:
+            continue
+        seen.add(where)
+        if store.truth_needs_refresh(*where):
+            try:
+                store.record_dataset(f"{where[0]}|{where[1]}", cell.dataset.load(cell.seed),
+                                     cell.seed)
+            except HarnessError:
+                raise
+            except Exception:  # the reports then go without this truth, as before
+                pass
 
 
 def _prepare_methods(methods) -> None:
@@ -186,7 +229,22 @@ def _failure(stage: str, exc: BaseException) -> dict:
             "traceback": traceback.format_exc()}
 
 
-def _prepare(todo: list[Cell], store: Store, record, notify) -> list[tuple[Cell, CellInput]]:
+def _fit(cell: Cell, dataset, limits: FitLimits) -> tuple[Any, dict | None]:
+    """The fitted model of a cell group, or None and the failure that its cells record."""
+    if not limits.isolated:
+        try:
+            return fit_model(cell.model, dataset, cell.seed), None
+        except Exception as exc:
+            return None, _failure("fitting the model", exc)
+    outcome = call_bounded(fit_model, (cell.model, dataset, cell.seed), limits.timeout,
+                           limits.max_memory, "fitting the model")
+    if outcome["status"] != "done":
+        return None, outcome
+    return outcome["value"], None
+
+
+def _prepare(todo: list[Cell], store: Store, record, notify,
+             limits: FitLimits) -> list[tuple[Cell, CellInput]]:
     """Load each dataset and fit each model once; failures become error cells."""
     tasks = []
     loaded: dict[tuple[str, int], Any] = {}
@@ -206,11 +264,10 @@ def _prepare(todo: list[Cell], store: Store, record, notify) -> list[tuple[Cell,
             for cell in group:
                 record(cell, _failure("loading the dataset", exc))
             continue
-        try:
-            model = fit_model(first.model, dataset, seed)
-        except Exception as exc:
+        model, failure = _fit(first, dataset, limits)
+        if failure is not None:
             for cell in group:
-                record(cell, _failure("fitting the model", exc))
+                record(cell, failure)
             continue
         _record_model(store, model, dataset, first)
         for method_class in {type(cell.method) for cell in group}:
