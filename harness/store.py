@@ -99,6 +99,9 @@ class Store:
         except sqlite3.Error as exc:
             raise BadInputError(f"Cannot open the store {str(self.path)!r}: {exc}") from exc
         self._conn.row_factory = sqlite3.Row
+        existed = self.path.is_file() and self.path.stat().st_size > 0
+        if existed:
+            self._check_structure()
         if create:
             self._guard(lambda: (self._conn.executescript(SCHEMA), self._conn.commit()))
         else:
@@ -129,6 +132,14 @@ class Store:
             raise BadInputError(f"Cannot read the store {str(self.path)!r}: {exc}") from exc
         except (sqlite3.DatabaseError, ValueError, OSError, json.JSONDecodeError) as exc:
             raise self.damaged(exc) from exc
+
+    def _check_structure(self) -> None:
+        """SQLite's ``quick_check`` (page structure, in time linear in the file): bytes
+        overwritten inside the file are found here, before any report reads them."""
+        problems = self._guard(lambda: self._conn.execute("PRAGMA quick_check").fetchall())
+        if [tuple(row) for row in problems] != [("ok",)]:
+            raise self.damaged(sqlite3.DatabaseError(
+                f"quick_check: {'; '.join(str(row[0]) for row in problems[:3])}"))
 
     def _check_still_there(self) -> None:
         try:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import registry
+from harness.errors import StoreDamagedError
 from harness.results import RunResults
 from harness.store import STATUSES
 
@@ -48,6 +49,8 @@ def _run_safely(title: str, builder: ReportBuilder, results: RunResults,
                 out_dir: Path) -> ReportSection:
     try:
         return builder(results, out_dir)
+    except StoreDamagedError:  # not this report's failure: the whole run folder's
+        raise
     except Exception as exc:
         return ReportSection(title, error=f"{type(exc).__name__}: {exc}\n\n"
                                           f"{traceback.format_exc()}")
