@@ -127,6 +127,10 @@ REFUSED = [
                                       pd.DataFrame(f.train_iris[0], columns=IRIS)[IRIS[::-1]],
                                       f.train_iris[1]),
             BadInputError, ("in fit order", "got ['petal width (cm)'")),
+    Refused("oob-method-on-an-array-with-columns-reversed-names-that-cause",
+            lambda f: harness.explain("mda_bc", f.on_array, f.frame.to_numpy()[:, ::-1], f.y),
+            BadInputError, ("X's columns are not in fit order", "Pass the exact training rows, "
+                            "columns in fit order")),
     Refused("column-names-of-mixed-types",
             lambda f: harness.explain("mdi", f.on_frame,
                                       f.frame.set_axis([0, *DIABETES[1:]], axis=1)),
