@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from harness import registry
-from harness.errors import BadInputError, MethodSkipped, NotInstalledError
-from harness.forest import check_forest, is_classifier
-from harness.method import ExplainData, Method
+from harness.errors import MethodSkipped, NotInstalledError
+from harness.inputs import check_X, check_y, validate_explain_inputs
+from harness.method import Method
 from harness.types import Dataset, Importances
 
 
@@ -47,43 +47,11 @@ def load_dataset(name: str, seed: int = 0, **params: Any) -> Dataset:
     return registry.make_dataset(name, **params).load(seed)
 
 
-def _feature_names(model, X, n_features: int) -> list[str]:
-    if hasattr(X, "columns"):
-        return [str(c) for c in X.columns]
-    names = getattr(model, "feature_names_in_", None)
-    if names is None:
-        names = getattr(model, "harness_fit_", {}).get("feature_names")
-    if names is not None and len(names) == n_features:
-        return [str(c) for c in names]
-    return [f"x{j}" for j in range(n_features)]
-
-
 def check_rows(model, X, y=None) -> tuple[np.ndarray, np.ndarray | None]:
-    """Validate the rows to explain against the model: 2-D, finite, right width."""
-    check_forest(model)
-    try:
-        array = np.asarray(X, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise BadInputError(
-            f"X must be a numeric 2-D array; could not convert it: {exc}"
-        ) from exc
-    if array.ndim != 2:
-        raise BadInputError(f"X must be a 2-D array (n_samples, n_features); got shape "
-                            f"{array.shape}.")
-    if array.shape[1] != model.n_features_in_:
-        raise BadInputError(f"X has {array.shape[1]} columns but the model was fitted on "
-                            f"{model.n_features_in_} features.")
-    if array.shape[0] == 0:
-        raise BadInputError("X has no rows; expected at least one row to explain.")
-    if not np.all(np.isfinite(array)):
-        raise BadInputError("X contains NaN or infinite values; expected finite numbers.")
-    target = None
-    if y is not None:
-        target = np.asarray(y)
-        if target.shape != (array.shape[0],):
-            raise BadInputError(f"y must have shape ({array.shape[0]},) to match X; got "
-                                f"{target.shape}.")
-    return array, target
+    """Validate the rows to explain against the model: column names in fit order, 2-D, finite,
+    right width, and y (see :mod:`harness.inputs`)."""
+    array, _ = check_X(model, X)
+    return array, check_y(model, y, array.shape[0])
 
 
 def explain(
@@ -98,15 +66,22 @@ def explain(
         A registered name (``"local_mdi"``) or a configured Method instance.
     model : fitted RandomForest/ExtraTrees classifier or regressor
         Any such forest, fitted by the harness or not.
-    X : array-like of shape (n, p)
-        Rows to explain (global methods use them only where they need data).
+    X : array-like or DataFrame of shape (n, p)
+        Rows to explain (global methods use them only where they need data). When X has
+        string column names and the model knows its feature names (``feature_names_in_``,
+        or those ``fit_model`` records), they must be the same names in fit order, as in
+        scikit-learn; when only one side has names the columns are taken in fit order and a
+        warning says so.
     y : array-like of shape (n,), optional
-        Targets of those rows, for methods that need them.
+        Targets of those rows, for methods that need them: finite numbers for a regressor,
+        labels among ``model.classes_`` for a classifier.
     seed : int
-        All randomness of the method comes from ``np.random.default_rng(seed)``.
+        All randomness of the method comes from ``np.random.default_rng(seed)``; an int in
+        [0, 2**32 - 1].
     sample_weight : array-like of shape (n,), optional
         Probabilities of the rows when they are the support of an explicit distribution
-        (the SAGE methods then draw rows with these probabilities).
+        (the SAGE methods then draw rows with these probabilities): finite, non-negative,
+        with a positive sum.
     progress : bool
         Show a progress bar (on stderr) for methods that sample until convergence.
     **params
@@ -114,29 +89,23 @@ def explain(
 
     Raises
     ------
+    BadInputError
+        When the model, X, y, sample_weight or seed breaks the rules above
+        (:func:`harness.inputs.validate_explain_inputs`).
     MethodSkipped
         When the method declines this model or data (the reason says why).
     NotInstalledError
         When an optional package the method needs is missing.
     """
     instance = method if isinstance(method, Method) else registry.make_method(method, **params)
+    # before the install check: bad input is refused the same way wherever it is run
+    data = validate_explain_inputs(model, X, y, sample_weight=sample_weight, seed=seed)
     missing = instance.missing_packages()
     if missing:
         raise NotInstalledError(
             f"{instance.name} needs {', '.join(missing)}; install it with "
             f"{instance.install_hint()}."
         )
-    array, target = check_rows(model, X, y)
-    weight = None
-    if sample_weight is not None:
-        weight = np.asarray(sample_weight, dtype=float)
-        if weight.shape != (array.shape[0],) or np.any(weight < 0) or weight.sum() <= 0:
-            raise BadInputError(f"sample_weight must be {array.shape[0]} non-negative numbers "
-                                f"with a positive sum; got shape {weight.shape}.")
-    data = ExplainData(
-        X=array, y=target, feature_names=_feature_names(model, X, array.shape[1]),
-        task="classification" if is_classifier(model) else "regression", sample_weight=weight,
-    )
     reason = instance.skip(model, data)
     if reason:
         raise MethodSkipped(reason)

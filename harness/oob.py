@@ -129,10 +129,13 @@ def check_training_rows(model, X: np.ndarray, y: np.ndarray, tree: int = 0) -> N
     stored = forest.value[forest.offsets[tree] + reached]
     scale = max(1.0, float(np.abs(stored).max(initial=0.0)))
     if not np.allclose(rebuilt, stored, rtol=1e-7, atol=1e-9 * scale):
+        # X's column names were checked against the fit before any method ran; a plain
+        # array with its columns in another order cannot be told from other rows here
         raise BadInputError(
-            "X, y are not the rows this forest was fitted on (or not in the same order): the "
-            f"leaf values of tree {tree} rebuilt from them and the in-bag counts differ from "
-            "the stored ones. Pass the exact training rows to the OOB methods."
+            "X, y are not the rows this forest was fitted on (or not in the same order, or "
+            f"X's columns are not in fit order): the leaf values of tree {tree} rebuilt from "
+            "them and the in-bag counts differ from the stored ones. Pass the exact training "
+            "rows, columns in fit order, to the OOB methods."
         )
 
 

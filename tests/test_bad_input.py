@@ -51,7 +51,9 @@ def _cases(ds, model, out):
         (lambda: harness.explain("mda_bc", model, X[test], y[test]), BadInputError,
          "The OOB methods need the training rows the forest was fitted on, in order"),
         (lambda: harness.explain("tree_sage", model, X, y, sample_weight=-np.ones(len(X))),
-         BadInputError, "sample_weight must be 150 non-negative numbers with a positive sum"),
+         BadInputError,
+         "sample_weight must be 150 finite, non-negative numbers with a positive sum; got 150 "
+         "negative values (smallest -1.0)."),
         (lambda: harness.explain("saabas", model, X, y[:3]), BadInputError,
          "y must have shape (150,) to match X; got (3,)."),
         (lambda: harness.load_dataset("led", n_samples=0), InvalidParameterError,
