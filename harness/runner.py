@@ -20,7 +20,7 @@ from harness.errors import BadInputError, HarnessError
 from harness.execute import CellInput
 from harness.executors import call_bounded, make_executor
 from harness.forest import predict_output
-from harness.method import ExplainData
+from harness.inputs import validate_explain_inputs
 from harness.models import fit_model
 from harness.run_lock import RunLock
 from harness.store import FINAL_STATUSES, Store
@@ -278,9 +278,13 @@ def _prepare(todo: list[Cell], store: Store, record, notify,
         for cell in group:
             rows = _explain_rows(model, dataset, cell)
             weight = None if dataset.sample_weight is None else dataset.sample_weight[rows]
-            data = ExplainData(X=dataset.X[rows], y=dataset.y[rows],
-                               feature_names=dataset.feature_names, task=dataset.task,
-                               sample_weight=weight)
+            try:  # the checks of harness.explain: one explain protocol for both
+                data = validate_explain_inputs(model, dataset.X[rows], dataset.y[rows],
+                                               sample_weight=weight, seed=cell.seed,
+                                               feature_names=dataset.feature_names)
+            except BadInputError as exc:
+                record(cell, {"status": "error", "reason": f"checking the inputs failed: {exc}"})
+                continue
             tasks.append((cell, CellInput(model=model, data=data, sample_index=rows)))
     return tasks
 
