@@ -1,18 +1,22 @@
 """Command line: ``python -m harness compare | list | report | bench | reproduce``.
 
 Bad input (unknown name, bad parameter, unreadable config) prints one line naming what is
-allowed and what was received, exits with code 2 and writes nothing.
+allowed and what was received, exits with code 2 and writes nothing. ``compare``'s options,
+from flags or from a TOML config, are checked by :mod:`harness.run_options`, the same rules
+as the Python API's.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tomllib
 from pathlib import Path
 
 from harness import registry
-from harness.errors import HarnessError
+from harness.errors import BadInputError, HarnessError
+from harness.run_options import check_option
 
 EXIT_BAD_INPUT = 2
 CONFIG_KEYS = ("datasets", "models", "methods", "seeds", "out", "jobs", "timeout", "executor",
@@ -25,13 +29,13 @@ def memory_size(text: str) -> int:
     value = str(text).strip().upper().removesuffix("B").removesuffix("I")
     unit = value[-1:] if value[-1:] in MEMORY_UNITS else ""
     try:
-        number = float(value[: len(value) - len(unit)])
+        number = float(value[: len(value) - len(unit)]) * MEMORY_UNITS[unit]
     except ValueError:
         number = -1.0
-    if not number > 0:
+    if not 1 <= number < math.inf:  # 'inf' and '1e400' parse as floats but are no size
         raise argparse.ArgumentTypeError(
             f"expected a size such as 512M, 2G or a number of bytes; got {text!r}")
-    return int(number * MEMORY_UNITS[unit])
+    return int(number)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,10 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="method spec, e.g. 'treeshap[perturbation=interventional]'")
     cmp.add_argument("--model", action="append", nargs="+", metavar="SPEC",
                      help="forest spec, e.g. 'extra_trees[n_estimators=100,max_features=1]'")
-    cmp.add_argument("--seeds", nargs="+", type=int, metavar="N", help="seeds (default: 0)")
+    cmp.add_argument("--seeds", nargs="+", type=int, metavar="N",
+                     help="distinct seeds in [0, 2**32 - 1] (default: 0)")
     cmp.add_argument("--out", help="run folder (default: runs/compare)")
     cmp.add_argument("--jobs", type=int, help="cells run in parallel (default: number of CPUs)")
-    cmp.add_argument("--timeout", type=float, help="hard per-cell timeout, seconds (600)")
+    cmp.add_argument("--timeout", type=float,
+                     help="hard per-cell timeout in seconds, in (0, 1e6] (default: 600)")
     cmp.add_argument("--executor", choices=("process", "inprocess", "dask"),
                      help="process (default: isolated, with timeouts), inprocess (debug) or "
                           "dask (a dask.distributed cluster; pip install 'dask[distributed]')")
@@ -111,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _read_config(path: Path) -> dict:
+    """The options of a TOML config, each checked as ``compare`` checks it."""
     try:
         with open(path, "rb") as handle:
             config = tomllib.load(handle)
@@ -122,7 +129,22 @@ def _read_config(path: Path) -> dict:
     if unknown:
         raise HarnessError(f"Config {str(path)!r} has unknown key {unknown[0]!r}; allowed keys: "
                            f"{', '.join(CONFIG_KEYS)}.")
-    return config
+    checked = {}
+    for key, value in config.items():
+        try:
+            if key == "max_memory" and isinstance(value, str):
+                value = _config_memory_size(value)
+            checked[key] = check_option(key, value)
+        except HarnessError as exc:
+            raise BadInputError(f"Config {str(path)!r}: {exc}") from exc
+    return checked
+
+
+def _config_memory_size(text: str) -> int:
+    try:
+        return memory_size(text)
+    except argparse.ArgumentTypeError as exc:
+        raise BadInputError(f"max_memory: {exc}.") from exc
 
 
 def _compare_options(args) -> dict:
@@ -136,12 +158,7 @@ def _compare_options(args) -> dict:
     }
     options.update({k: v for k, v in given.items() if v is not None})
     options.setdefault("out", "runs/compare")
-    if isinstance(options.get("max_memory"), str):
-        try:
-            options["max_memory"] = memory_size(options["max_memory"])
-        except argparse.ArgumentTypeError as exc:
-            raise HarnessError(f"Config key 'max_memory': {exc}.") from exc
-    return options
+    return options  # checked as a whole by compare, before it writes anything
 
 
 class _Progress:
