@@ -22,24 +22,11 @@ from harness.errors import (
 )
 from harness.method import ExplainData, Method
 from harness.models import ModelSpec, fit_model
+from harness.results import load_results
+from harness.runner import compare
 from harness.types import Dataset, GroundTruth, Importances, TruthVector
 
 __version__ = "0.1.0"
-
-
-def compare(*args, **kwargs):
-    """Run a grid and write its store and reports; see :func:`harness.runner.compare`."""
-    from harness.runner import compare as _compare
-
-    return _compare(*args, **kwargs)
-
-
-def load_results(*args, **kwargs):
-    """Tidy results of a run; see :func:`harness.results.load_results`."""
-    from harness.results import load_results as _load_results
-
-    return _load_results(*args, **kwargs)
-
 
 __all__ = [
     "BadInputError", "Dataset", "ExplainData", "GroundTruth", "HarnessError", "Importances",

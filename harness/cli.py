@@ -1,18 +1,22 @@
 """Command line: ``python -m harness compare | list | report | bench | reproduce``.
 
 Bad input (unknown name, bad parameter, unreadable config) prints one line naming what is
-allowed and what was received, exits with code 2 and writes nothing.
+allowed and what was received, exits with code 2 and writes nothing. ``compare``'s options,
+from flags or from a TOML config, are checked by :mod:`harness.run_options`, the same rules
+as the Python API's. Without a command, the help is printed and the exit code is 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tomllib
 from pathlib import Path
 
-from harness import registry
-from harness.errors import HarnessError
+from harness import __version__, registry
+from harness.errors import BadInputError, HarnessError
+from harness.run_options import check_option
 
 EXIT_BAD_INPUT = 2
 CONFIG_KEYS = ("datasets", "models", "methods", "seeds", "out", "jobs", "timeout", "executor",
@@ -25,13 +29,13 @@ def memory_size(text: str) -> int:
     value = str(text).strip().upper().removesuffix("B").removesuffix("I")
     unit = value[-1:] if value[-1:] in MEMORY_UNITS else ""
     try:
-        number = float(value[: len(value) - len(unit)])
+        number = float(value[: len(value) - len(unit)]) * MEMORY_UNITS[unit]
     except ValueError:
         number = -1.0
-    if not number > 0:
+    if not 1 <= number < math.inf:  # 'inf' and '1e400' parse as floats but are no size
         raise argparse.ArgumentTypeError(
             f"expected a size such as 512M, 2G or a number of bytes; got {text!r}")
-    return int(number * MEMORY_UNITS[unit])
+    return int(number)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,8 +50,13 @@ def _flatten(values):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="harness", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = _Parser(prog="harness",
+                     description="Benchmark variable-importance measures of tree ensembles.",
+                     epilog="Run 'python -m harness COMMAND --help' for the options of a "
+                            "command.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    # not required: without a command, main() prints the whole help instead of one line
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
     cmp = commands.add_parser("compare", help="run a grid of datasets x models x methods")
     cmp.add_argument("-d", "--dataset", action="append", nargs="+", metavar="SPEC",
                      help="dataset spec, e.g. led or 'led[n_samples=200]' (repeatable)")
@@ -55,10 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="method spec, e.g. 'treeshap[perturbation=interventional]'")
     cmp.add_argument("--model", action="append", nargs="+", metavar="SPEC",
                      help="forest spec, e.g. 'extra_trees[n_estimators=100,max_features=1]'")
-    cmp.add_argument("--seeds", nargs="+", type=int, metavar="N", help="seeds (default: 0)")
+    cmp.add_argument("--seeds", nargs="+", type=int, metavar="N",
+                     help="distinct seeds in [0, 2**32 - 1] (default: 0)")
     cmp.add_argument("--out", help="run folder (default: runs/compare)")
     cmp.add_argument("--jobs", type=int, help="cells run in parallel (default: number of CPUs)")
-    cmp.add_argument("--timeout", type=float, help="hard per-cell timeout, seconds (600)")
+    cmp.add_argument("--timeout", type=float,
+                     help="hard per-cell timeout in seconds, in (0, 1e6] (default: 600)")
     cmp.add_argument("--executor", choices=("process", "inprocess", "dask"),
                      help="process (default: isolated, with timeouts), inprocess (debug) or "
                           "dask (a dask.distributed cluster; pip install 'dask[distributed]')")
@@ -84,7 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     rpr.add_argument("--quick", action="store_true",
                      help="reduced runs (fewer trees or rows, stated on each page)")
     rpr.add_argument("--out", type=Path, default=None,
-                     help="gallery folder (default: reports/gallery)")
+                     help="folder of the pages (default: runs/reproduce/gallery)")
+    rpr.add_argument("--gallery", action="store_true",
+                     help="write the pages into the committed gallery, reports/gallery "
+                          "(full-scale runs only)")
     rpr.add_argument("--store", type=Path, default=None,
                      help="where the targets' run stores live (default: runs/reproduce)")
     rpr.add_argument("--jobs", type=int, help="cells run in parallel (default: number of CPUs)")
@@ -111,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _read_config(path: Path) -> dict:
+    """The options of a TOML config, each checked as ``compare`` checks it."""
     try:
         with open(path, "rb") as handle:
             config = tomllib.load(handle)
@@ -122,7 +137,22 @@ def _read_config(path: Path) -> dict:
     if unknown:
         raise HarnessError(f"Config {str(path)!r} has unknown key {unknown[0]!r}; allowed keys: "
                            f"{', '.join(CONFIG_KEYS)}.")
-    return config
+    checked = {}
+    for key, value in config.items():
+        try:
+            if key == "max_memory" and isinstance(value, str):
+                value = _config_memory_size(value)
+            checked[key] = check_option(key, value)
+        except HarnessError as exc:
+            raise BadInputError(f"Config {str(path)!r}: {exc}") from exc
+    return checked
+
+
+def _config_memory_size(text: str) -> int:
+    try:
+        return memory_size(text)
+    except argparse.ArgumentTypeError as exc:
+        raise BadInputError(f"max_memory: {exc}.") from exc
 
 
 def _compare_options(args) -> dict:
@@ -136,12 +166,7 @@ def _compare_options(args) -> dict:
     }
     options.update({k: v for k, v in given.items() if v is not None})
     options.setdefault("out", "runs/compare")
-    if isinstance(options.get("max_memory"), str):
-        try:
-            options["max_memory"] = memory_size(options["max_memory"])
-        except argparse.ArgumentTypeError as exc:
-            raise HarnessError(f"Config key 'max_memory': {exc}.") from exc
-    return options
+    return options  # checked as a whole by compare, before it writes anything
 
 
 class _Progress:
@@ -264,8 +289,17 @@ def _run_reproduce(args) -> int:
     if not args.targets:
         raise HarnessError("Name the targets to reproduce, or 'all'; available targets: "
                            f"{', '.join(reproduce.TARGETS)} (see --list).")
+    if args.gallery and args.quick:
+        raise BadInputError(
+            f"--gallery refreshes the committed gallery ({reproduce.COMMITTED_GALLERY}), which "
+            f"holds full-scale runs; got --gallery with --quick. Run --quick without --gallery "
+            f"(its pages go to {reproduce.DEFAULT_GALLERY}, or to --out).")
+    if args.gallery and args.out is not None:
+        raise BadInputError(f"--gallery writes into {reproduce.COMMITTED_GALLERY}; got --gallery "
+                            f"with --out {str(args.out)!r}. Give one of them.")
     say = None if args.no_progress else (lambda text: print(text, file=sys.stderr))
-    gallery = args.out or reproduce.DEFAULT_GALLERY
+    gallery = args.out or (reproduce.COMMITTED_GALLERY if args.gallery
+                           else reproduce.DEFAULT_GALLERY)
     pages = reproduce.reproduce(args.targets, args.quick, gallery,
                                 args.store or reproduce.DEFAULT_STORE, args.jobs, say)
     for page in pages:
@@ -275,10 +309,19 @@ def _run_reproduce(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
+
+    0: done; 1: a run finished with error or timeout cells; 2: bad input (one line on
+    stderr), or no command (the help on stderr); 130: interrupted.
+    """
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, one line)
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help, --version (0) or a usage error (2, one line)
         return int(exc.code or 0)
+    if args.command is None:
+        print(parser.format_help(), end="", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         if args.command == "compare":
             return _run_compare(args)

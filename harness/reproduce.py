@@ -3,8 +3,12 @@
 A target is a small class (module ``harness.reports.targets.<name>``) that runs its
 experiment and returns a :class:`TargetPage`: the side-by-side table (published | ours |
 difference, or the claims checked), its figures, the worst deviation in one line and a
-verdict. Pages are Markdown files in the gallery folder (``reports/gallery`` by default),
-with an ``index.md`` that lists every target, its worst deviation and its verdict.
+verdict. Pages are Markdown files in a gallery folder, with an ``index.md`` that lists every
+target, its worst deviation and its verdict. A run writes them to a run folder
+(:data:`DEFAULT_GALLERY`, ``runs/reproduce/gallery``); the committed gallery
+(:data:`COMMITTED_GALLERY`, ``reports/gallery``) is written only when asked for
+(``python -m harness reproduce all --gallery``), so that a quick check never replaces its
+full-scale pages.
 
 Targets run their forests through the ordinary runner (:meth:`TargetContext.compare`), into
 one store per target under ``runs/reproduce/`` (``<name>-quick`` for ``--quick``), so a
@@ -36,7 +40,10 @@ TARGETS: dict[str, str] = {
     "geurts2016-srs": "harness.reports.targets.geurts2016_srs:Geurts2016SRS",
 }
 VERDICTS = ("reproduced", "reproduced within Monte-Carlo error", "deviates")
-DEFAULT_GALLERY = Path("reports/gallery")
+#: where a run writes its pages
+DEFAULT_GALLERY = Path("runs/reproduce/gallery")
+#: the gallery committed with the project (full-scale runs), refreshed on request only
+COMMITTED_GALLERY = Path("reports/gallery")
 DEFAULT_STORE = Path("runs/reproduce")
 
 
@@ -143,7 +150,9 @@ def write_index(gallery: Path) -> Path:
     """``index.md``: every target written so far, its worst deviation and verdict."""
     rows = [json.loads(path.read_text()) for path in sorted(gallery.glob("*.json"))]
     lines = ["# Reproduction gallery", "",
-             "Regenerate with `python -m harness reproduce all`.", "",
+             f"Regenerate the committed gallery ({COMMITTED_GALLERY}) with "
+             "`python -m harness reproduce all --gallery`; without `--gallery` the pages go "
+             f"to {DEFAULT_GALLERY}.", "",
              "| target | verdict | worst deviation | scale |", "|---|---|---|---|"]
     for row in rows:
         worst, scale = (str(row[key]).replace("|", "\\|") for key in ("worst", "scale"))
@@ -157,7 +166,12 @@ def write_index(gallery: Path) -> Path:
 def reproduce(names: list[str], quick: bool, gallery: Path = DEFAULT_GALLERY,
               store_root: Path = DEFAULT_STORE, jobs: int | None = None,
               progress: Callable[[str], None] | None = None) -> list[Path]:
-    """Run the named targets (``["all"]`` for every one) and write their pages."""
+    """Run the named targets (``["all"]`` for every one) and write their pages.
+
+    The pages go to ``gallery`` (default: the run folder :data:`DEFAULT_GALLERY`; pass
+    :data:`COMMITTED_GALLERY` to refresh the committed one), the targets' stores under
+    ``store_root``. Returns the paths of the pages written.
+    """
     chosen = list(TARGETS) if names == ["all"] else names
     targets = [load_target(name) for name in chosen]  # every name checked before any run
     context = TargetContext(Path(gallery), Path(store_root), quick, jobs, progress)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import time
 import traceback
 from collections.abc import Callable
@@ -23,9 +22,8 @@ from harness.forest import predict_output
 from harness.inputs import validate_explain_inputs
 from harness.models import fit_model
 from harness.run_lock import RunLock
+from harness.run_options import check_option, compare_options, reject_repeats
 from harness.store import FINAL_STATUSES, Store
-
-EXPLAIN_ON = ("train", "test", "all")
 
 
 @dataclass
@@ -79,20 +77,18 @@ def _explain_rows(model, dataset, cell: Cell) -> np.ndarray:
 def plan(datasets=None, models=None, methods=None, seeds=None, explain_on="train",
          max_explain=None) -> list[Cell]:
     """Validate a grid and list its cells; raises on bad input before anything is written."""
-    if explain_on not in EXPLAIN_ON:
-        raise BadInputError(f"explain_on must be one of {', '.join(EXPLAIN_ON)}; "
-                            f"got {explain_on!r}.")
-    if max_explain is not None and (not isinstance(max_explain, int) or max_explain < 1):
-        raise BadInputError(f"max_explain must be a positive int or None; got {max_explain!r}.")
+    datasets, models, methods, seeds, explain_on, max_explain = (
+        check_option(name, value) for name, value in (
+            ("datasets", datasets), ("models", models), ("methods", methods), ("seeds", seeds),
+            ("explain_on", explain_on), ("max_explain", max_explain)))
     seeds = list(DEFAULT_GRID["seeds"] if seeds is None else seeds)
-    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
-        raise BadInputError(f"seeds must be non-negative ints; got {seeds!r}.")
     grid = (expand_datasets(DEFAULT_GRID["datasets"] if datasets is None else datasets),
             expand_models(DEFAULT_GRID["models"] if models is None else models),
             expand_methods(DEFAULT_GRID["methods"] if methods is None else methods), seeds)
     for name, items in zip(("datasets", "models", "methods", "seeds"), grid):
         if not items:
             raise BadInputError(f"The grid has no {name}; give at least one.")
+        reject_repeats(name, items)  # a cell named twice would run and count twice
     for dataset in grid[0]:
         for model in grid[1]:
             model.estimator(dataset.task, 0)  # e.g. a regression criterion on a classifier
@@ -113,17 +109,17 @@ def compare(
     are retried. ``on_event(kind, payload)`` receives ``("total", n)``, ``("cell", (cell,
     status))`` and ``("stage", text)`` for progress display. When neither ``datasets`` nor
     ``methods`` is given, the default grid (with its ``max_explain``) is used. Returns a
-    :class:`RunSummary`.
+    :class:`RunSummary`. Every option is checked first (:mod:`harness.run_options`): bad
+    input raises :class:`BadInputError` before anything is written.
     """
+    # every option checked and normalised (harness.run_options) before anything is written
+    (datasets, models, methods, seeds, out, jobs, timeout, executor, force, max_memory,
+     scheduler, explain_on, max_explain, reports, on_event) = compare_options(
+        datasets=datasets, models=models, methods=methods, seeds=seeds, out=out, jobs=jobs,
+        timeout=timeout, executor=executor, force=force, max_memory=max_memory,
+        scheduler=scheduler, explain_on=explain_on, max_explain=max_explain, reports=reports,
+        on_event=on_event)
     notify = on_event or (lambda kind, payload: None)
-    jobs = os.cpu_count() or 1 if jobs is None else jobs
-    if not isinstance(jobs, int) or jobs < 1:
-        raise BadInputError(f"jobs must be an int >= 1; got {jobs!r}.")
-    if timeout is not None and timeout <= 0:
-        raise BadInputError(f"timeout must be > 0 seconds or None; got {timeout!r}.")
-    if max_memory is not None and (isinstance(max_memory, bool) or not max_memory > 0):
-        raise BadInputError(f"max_memory must be a number of bytes > 0 or None; got "
-                            f"{max_memory!r}.")
     if max_explain is None and datasets is None and methods is None:
         max_explain = DEFAULT_GRID["max_explain"]
     cells = plan(datasets, models, methods, seeds, explain_on, max_explain)

@@ -63,7 +63,8 @@ def _cases(ds, model, out):
         (lambda: harness.compare(datasets=[], out=out), BadInputError,
          "The grid has no datasets; give at least one."),
         (lambda: harness.compare(datasets=["iris"], methods=["mdi"], seeds=["a"], out=out),
-         BadInputError, "seeds must be non-negative ints; got ['a']."),
+         BadInputError, "seeds must be a list of distinct ints in [0, 2**32 - 1], or None "
+                        "for [0]; got ['a']."),
         (lambda: harness.compare(datasets=["iris"], methods=["mdi"], executor="nope",
                                  out=out), BadInputError,
          "executor must be one of dask, inprocess, process; got 'nope'."),

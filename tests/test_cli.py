@@ -28,8 +28,9 @@ def _run(*args, cwd=None):
     (["--model", "extra_trees[n_estimators=0]"], "The 'n_estimators' parameter of "
                                                  "extra_trees must be an int in [1, inf)."),
     (["-d", "diabetes", "--model", "extra_trees[criterion=gini]"], "criterion"),
-    (["--seeds", "-1"], "seeds must be non-negative ints; got [-1]."),
-    (["--jobs", "0"], "jobs must be an int >= 1; got 0."),
+    (["--seeds", "-1"], "seeds must be a list of distinct ints in [0, 2**32 - 1], or None "
+                         "for [0]; got [-1]."),
+    (["--jobs", "0"], "jobs must be an int >= 1 or None (one per CPU); got 0."),
     (["--jobs", "two"], "argument --jobs: invalid int value: 'two'"),
     (["--config", "missing.toml"], "Cannot read config 'missing.toml'"),
     (["-m", "mdi[normalize]"], "expected param=value"),
@@ -44,7 +45,8 @@ def _run(*args, cwd=None):
                                           "of coefficients (6). Got 4 instead."),
     (["-d", "linear_gaussian[preset=nope]"], "The 'preset' parameter of linear_gaussian"),
     (["--model", "extra_trees[max_samples=0.5]"], "needs bootstrap=true"),
-    (["--timeout", "0"], "timeout must be > 0 seconds or None; got 0.0."),
+    (["--timeout", "0"], "timeout must be a number of seconds in (0, 1e6] or None (no limit); "
+                        "got 0.0."),
     (["--max-memory", "lots"], "expected a size such as 512M, 2G or a number of bytes; "
                                "got 'lots'"),
     (["--executor", "nope"], "invalid choice: 'nope' (choose from 'process', 'inprocess', "
