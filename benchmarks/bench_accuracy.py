@@ -51,7 +51,7 @@ class AccuracySuite:
         from scipy.stats import spearmanr
 
         import harness
-        from harness.types import global_view
+        from harness.core.types import global_view
 
         model, ds = cache[dataset]
         train = model.harness_fit_["train_index"]

@@ -19,7 +19,7 @@ def _methods():
 def _additivity_residual(method: str, model, X) -> float:
     """max |base + Σ_j φ_j(x) − prediction| over rows and classes."""
     import harness
-    from harness.forest import predict_output
+    from harness.forest.sklearn import predict_output
 
     params = {"output": "all_classes"} if hasattr(model, "classes_") else {}
     imp = harness.explain(method, model, X, **params)
@@ -41,7 +41,7 @@ class ExplainSuite:
         import harness
 
         self.model, X, ds = cache[(dataset, forest)]
-        cls = harness.registry.get_method_class(method)
+        cls = harness.core.registry.get_method_class(method)
         if cls.missing_packages():
             raise NotImplementedError(f"{method} not installed")
         # the OOB methods take every training row, mda_test the held-out rows (Method.rows)
@@ -50,7 +50,7 @@ class ExplainSuite:
         self.X, self.y = (X, ds.y[info["train_index"][: len(X)]]) if rows is None else (
             ds.X[rows], ds.y[rows])
         self.harness = harness
-        self.method = harness.registry.make_method(method, **method_params(method))
+        self.method = harness.core.registry.make_method(method, **method_params(method))
         try:  # compile or import once, outside the timing
             harness.explain(self.method, self.model, self.X, self.y)
         except harness.MethodSkipped as skipped:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.bench import timed
+from harness.bench.runner import timed
 
 from .common import profile
 
@@ -18,7 +18,7 @@ METHODS = ["mda_test", "mda_bc", "mda_ik", "sobol_mda"]
 
 
 def _fitted_cases() -> dict:
-    from harness.bench import CASES as BENCH_CASES
+    from harness.bench.runner import CASES as BENCH_CASES
 
     trees = 300 if profile()["n_estimators"] >= 300 else 50
     fitted = {}
@@ -39,7 +39,7 @@ class OOBSuite:
 
     def setup(self, cache, method, case):
         import harness
-        from harness.forest import predict_output
+        from harness.forest.sklearn import predict_output
 
         self.model, self.X, self.y = cache[case]
         self.explain = harness.explain

@@ -35,7 +35,7 @@ def _to_threshold() -> dict:
 
 
 def _fitted_cases() -> dict:
-    from harness.bench import CASES as BENCH_CASES
+    from harness.bench.runner import CASES as BENCH_CASES
 
     trees = 30 if profile()["n_estimators"] < 300 else None
     fitted = {}
@@ -50,7 +50,7 @@ def _fitted_cases() -> dict:
 
 
 def _method(spec: str, settings: dict | None = None):
-    from harness.cells import expand_methods
+    from harness.run.cells import expand_methods
 
     method = expand_methods([spec])[0]
     return type(method)(**{**method.params, **(settings or _budget())})

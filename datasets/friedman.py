@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 from sklearn.datasets import make_friedman1
 
-from harness.dataset import DatasetSource
-from harness.params import Interval, Param
-from harness.types import Dataset, GroundTruth
+from harness.core.dataset import DatasetSource
+from harness.core.params import Interval, Param
+from harness.core.types import Dataset, GroundTruth
 
 _QUADRATURE_NODES = 200
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.dataset import DatasetSource
-from harness.params import Interval, Param
-from harness.types import Dataset, GroundTruth
+from harness.core.dataset import DatasetSource
+from harness.core.params import Interval, Param
+from harness.core.types import Dataset, GroundTruth
 
 
 def ishigami_function(X: np.ndarray, a: float, b: float) -> np.ndarray:

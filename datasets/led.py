@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.dataset import DatasetSource
-from harness.errors import InvalidParameterError
-from harness.oracle import DiscreteDistribution
-from harness.params import Interval, NoneValue, Param
-from harness.types import Dataset, GroundTruth, TruthVector, sage_population_truth
+from harness.core.dataset import DatasetSource
+from harness.core.errors import InvalidParameterError
+from harness.core.params import Interval, NoneValue, Param
+from harness.core.types import Dataset, GroundTruth, TruthVector, sage_population_truth
+from harness.oracle.finite_table import DiscreteDistribution
 
 SEGMENTS = ("top", "upper-left", "upper-right", "middle", "lower-left", "lower-right", "bottom")
 

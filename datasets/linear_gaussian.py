@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 from scipy.linalg import block_diag
 
-from harness.dataset import DatasetSource
-from harness.errors import InvalidParameterError
-from harness.params import FloatVector, Interval, NoneValue, Options, Param
-from harness.spec import format_spec
-from harness.types import Dataset, GroundTruth
+from harness.core.dataset import DatasetSource
+from harness.core.errors import InvalidParameterError
+from harness.core.params import FloatVector, Interval, NoneValue, Options, Param
+from harness.core.spec import format_spec
+from harness.core.types import Dataset, GroundTruth
 
 
 def equicorrelation(p: int, rho: float) -> np.ndarray:

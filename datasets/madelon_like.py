@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 from sklearn.datasets import make_classification
 
-from harness.dataset import DatasetSource
-from harness.params import Interval, Param
-from harness.types import Dataset, GroundTruth
+from harness.core.dataset import DatasetSource
+from harness.core.params import Interval, Param
+from harness.core.types import Dataset, GroundTruth
 
 N_RELEVANT = 20  # 5 informative + 5 linear combinations + 10 noisy copies
 

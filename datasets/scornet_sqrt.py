@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.dataset import DatasetSource
+from harness.core.dataset import DatasetSource
+from harness.core.params import Interval, Param
+from harness.core.types import Dataset, GroundTruth, TruthVector
 from harness.datasets.linear_gaussian import equicorrelated_shapley
-from harness.params import Interval, Param
-from harness.types import Dataset, GroundTruth, TruthVector
 
 
 def sqrt_weights_covariance(p: int, rho: float) -> np.ndarray:

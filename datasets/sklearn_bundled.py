@@ -7,10 +7,10 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn import datasets as sk_datasets
 
-from harness.dataset import DatasetSource
-from harness.errors import InvalidParameterError
-from harness.params import Interval, NoneValue, Param
-from harness.types import Dataset
+from harness.core.dataset import DatasetSource
+from harness.core.errors import InvalidParameterError
+from harness.core.params import Interval, NoneValue, Param
+from harness.core.types import Dataset
 
 
 class BundledDataset(DatasetSource):

@@ -12,7 +12,7 @@ Public API (see DESIGN.md)::
 """
 
 from harness.api import explain, list_datasets, list_methods, load_dataset
-from harness.errors import (
+from harness.core.errors import (
     BadInputError,
     HarnessError,
     InvalidParameterError,
@@ -20,11 +20,11 @@ from harness.errors import (
     NotInstalledError,
     UnknownNameError,
 )
-from harness.method import ExplainData, Method
-from harness.models import ModelSpec, fit_model
-from harness.results import load_results
-from harness.runner import compare
-from harness.types import Dataset, GroundTruth, Importances, TruthVector
+from harness.core.method import ExplainData, Method
+from harness.core.types import Dataset, GroundTruth, Importances, TruthVector
+from harness.forest.models import ModelSpec, fit_model
+from harness.run.results import load_results
+from harness.run.runner import compare
 
 __version__ = "0.1.0"
 

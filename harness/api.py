@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness import registry
-from harness.errors import MethodSkipped, NotInstalledError
-from harness.inputs import check_X, check_y, validate_explain_inputs
-from harness.method import Method
-from harness.types import Dataset, Importances
+from harness.core import registry
+from harness.core.errors import MethodSkipped, NotInstalledError
+from harness.core.method import Method
+from harness.core.types import Dataset, Importances
+from harness.run.inputs import check_X, check_y, validate_explain_inputs
 
 
 def _param_summary(params) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def load_dataset(name: str, seed: int = 0, **params: Any) -> Dataset:
 
 def check_rows(model, X, y=None) -> tuple[np.ndarray, np.ndarray | None]:
     """Validate the rows to explain against the model: column names in fit order, 2-D, finite,
-    right width, and y (see :mod:`harness.inputs`)."""
+    right width, and y (see :mod:`harness.run.inputs`)."""
     array, _ = check_X(model, X)
     return array, check_y(model, y, array.shape[0])
 
@@ -91,7 +91,7 @@ def explain(
     ------
     BadInputError
         When the model, X, y, sample_weight or seed breaks the rules above
-        (:func:`harness.inputs.validate_explain_inputs`).
+        (:func:`harness.run.inputs.validate_explain_inputs`).
     MethodSkipped
         When the method declines this model or data (the reason says why).
     NotInstalledError

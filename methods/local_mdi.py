@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.forest import check_forest, impurity_unit
-from harness.method import ExplainData, Method
-from harness.path_kernels import compile_kernels, local_mdi_paths, path_forest
-from harness.types import Importances
+from harness.core.method import ExplainData, Method
+from harness.core.types import Importances
+from harness.forest.sklearn import check_forest, impurity_unit
+from harness.kernels.paths import compile_kernels, local_mdi_paths, path_forest
 
 
 class LocalMDI(Method):
@@ -18,7 +18,7 @@ class LocalMDI(Method):
     Σ_m Imp(X_m, x) = mean_T [i(root) - i(leaf_T(x))], and the mean over the training rows is
     the global MDI (Eq. 9; with bootstrap, the in-bag-count-weighted mean per tree).
     Cost: one compiled walk of each row's path per tree, about one ``predict``
-    (:func:`harness.path_kernels.local_mdi_paths`).
+    (:func:`harness.kernels.paths.local_mdi_paths`).
     """
 
     name = "local_mdi"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.method import ExplainData
-from harness.oob_method import LOSS_PARAM, OOBMethod
-from harness.types import Importances
+from harness.core.method import ExplainData
+from harness.core.types import Importances
+from harness.estimators.oob import LOSS_PARAM, OOBMethod
 
 
 class MDABreimanCutler(OOBMethod):

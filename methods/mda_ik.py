@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.losses import row_loss_increases
-from harness.method import ExplainData
-from harness.oob import oob_predictions
-from harness.oob_method import LOSS_PARAM, OOBMethod
-from harness.types import Importances
+from harness.core.method import ExplainData
+from harness.core.types import Importances
+from harness.estimators.oob import LOSS_PARAM, OOBMethod
+from harness.forest.inbag import oob_predictions
+from harness.forest.losses import row_loss_increases
 
 
 class MDAIshwaranKogalur(OOBMethod):

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.held_out_reroute import held_out_permutation_pass
-from harness.losses import row_loss_increases, target_codes
-from harness.method import ExplainData
-from harness.oob_method import LOSS_PARAM, LossMethod
-from harness.packed import as_float32_rows, pack_forest
-from harness.params import Interval, Param
-from harness.path_kernels import path_forest
-from harness.permutations import draw_seed
-from harness.types import Importances
+from harness.core.method import ExplainData
+from harness.core.params import Interval, Param
+from harness.core.types import Importances
+from harness.estimators.oob import LOSS_PARAM, LossMethod
+from harness.forest.losses import row_loss_increases, target_codes
+from harness.forest.packed import as_float32_rows, pack_forest
+from harness.forest.permutations import draw_seed
+from harness.kernels.paths import path_forest
+from harness.kernels.reroute.held_out import held_out_permutation_pass
 
 
 class MDATrainTest(LossMethod):
@@ -22,7 +22,7 @@ class MDATrainTest(LossMethod):
     column j of the held-out rows is permuted (one permutation per repeat and feature, from
     the keyed source shared with the OOB variants) and the whole forest predicts the permuted
     rows. A row is re-routed only from the first split on j where its permuted value leaves
-    its path (:mod:`harness.held_out_reroute`), tree by tree. For independent inputs and
+    its path (:mod:`harness.kernels.reroute.held_out`), tree by tree. For independent inputs and
     squared error, MDA_TT → 2 V[Y] ST_j (Bénard, Da Veiga, Scornet 2022, Prop. 1 (i)).
     ``std`` is the standard deviation over repeats (scikit-learn's ``importances_std``).
     """

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.forest import flatten_forest, impurity_unit, tree_mdi
-from harness.method import ExplainData, Method
-from harness.params import Boolean, Param
-from harness.types import Importances
+from harness.core.method import ExplainData, Method
+from harness.core.params import Boolean, Param
+from harness.core.types import Importances
+from harness.forest.sklearn import flatten_forest, impurity_unit, tree_mdi
 
 
 class MDI(Method):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.debiased_mdi import DebiasedMDI
+from harness.estimators.debiased_mdi import DebiasedMDI
 
 
 class MDIOob(DebiasedMDI):
@@ -15,7 +15,7 @@ class MDIOob(DebiasedMDI):
     squared-error / Gini criterion, which is why the OOB version removes the split-selection
     bias toward high-cardinality features. For classifiers it measures a Gini-type decrease
     whatever the forest's criterion. ``std`` is the standard error of the mean over trees.
-    See :mod:`harness.debiased_mdi`.
+    See :mod:`harness.estimators.debiased_mdi`.
     """
 
     name = "mdi_oob"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.subspace_method import SUBSPACE_PARAMETERS, SubspaceMethod
+from harness.estimators.subspace_method import SUBSPACE_PARAMETERS, SubspaceMethod
 
 
 class RandomSubspace(SubspaceMethod):
@@ -12,7 +12,7 @@ class RandomSubspace(SubspaceMethod):
     the depth-q truncated Louppe sum Σ_{k<q} 1/(C(p,k)(p−k)) Σ_{B ⊂ V^{-m}, |B|=k}
     I(X_m; Y | B) (seed 004, "RS for feature selection: correctness"), positive iff X_m is
     relevant when every relevant feature has degree < q. ``extra["selected"]`` is the set F
-    of the practical rule (probe, L, β); see :mod:`harness.random_subspace`.
+    of the practical rule (probe, L, β); see :mod:`harness.estimators.random_subspace`.
     """
 
     name = "rs"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.forest import check_forest, is_classifier
-from harness.method import ExplainData, Method
-from harness.outputs import OUTPUT_PARAM, check_output, select_output
-from harness.path_kernels import compile_kernels, path_forest, saabas_paths
-from harness.types import Importances
+from harness.core.method import ExplainData, Method
+from harness.core.outputs import OUTPUT_PARAM, check_output, select_output
+from harness.core.types import Importances
+from harness.forest.sklearn import check_forest, is_classifier
+from harness.kernels.paths import compile_kernels, path_forest, saabas_paths
 
 
 class Saabas(Method):
@@ -18,7 +18,7 @@ class Saabas(Method):
     bias + Σ_j φ_j(x) equals the forest's ``predict_proba``/``predict`` exactly. Equals
     shap's ``TreeExplainer.shap_values(X, approximate=True)``. Classifiers explain the
     predicted-class probability by default (Sutera et al. 2021); see ``output``. Cost: about
-    one ``predict`` (:func:`harness.path_kernels.saabas_paths`); a single class is
+    one ``predict`` (:func:`harness.kernels.paths.saabas_paths`); a single class is
     accumulated as scalars, all classes as one vector per path edge.
     """
 

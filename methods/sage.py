@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.method import ExplainData
-from harness.sage_method import SAGE_LOSSES, SAGE_PARAMETERS, SAGE_UNITS, SageMethod
-from harness.types import Importances
+from harness.core.method import ExplainData
+from harness.core.types import Importances
+from harness.estimators.sage_method import SAGE_LOSSES, SAGE_PARAMETERS, SAGE_UNITS, SageMethod
 
 
 class SAGE(SageMethod):

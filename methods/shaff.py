@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.method import ExplainData
-from harness.oob import target_matrix
-from harness.oob_method import OOBMethod
-from harness.params import Interval, Param
-from harness.shaff_estimator import design, shapley_operator
-from harness.subset_projection import projected_oob_predictions
-from harness.types import Importances
+from harness.core.method import ExplainData
+from harness.core.params import Interval, Param
+from harness.core.types import Importances
+from harness.estimators.oob import OOBMethod
+from harness.estimators.shaff import design, shapley_operator
+from harness.forest.inbag import target_matrix
+from harness.kernels.reroute.subset_projection import projected_oob_predictions
 
 
 class SHAFF(OOBMethod):
@@ -18,8 +18,9 @@ class SHAFF(OOBMethod):
 
     Bénard, Biau, Da Veiga, Scornet 2022 (AISTATS, arXiv 2105.11724), Algorithm 1: subsets U
     drawn from the frequencies of the forest's paths (``path_depth`` levels) and paired with
-    their complements (:mod:`harness.shaff_estimator`); v̂(U) = 1 − OOB squared error of the
-    forest projected on U / σ²_Y (:mod:`harness.subset_projection`); the Shapley effects
+    their complements (:mod:`harness.estimators.shaff`); v̂(U) = 1 − OOB squared error of the
+    forest projected on U / σ²_Y (:mod:`harness.kernels.reroute.subset_projection`); the Shapley
+    effects
     solve the importance-weighted Shapley-kernel regression under Σ_j Sh_j = v̂(all) (exact
     efficiency). v̂ is taken relative to v̂(∅), the projection on no variable (the trees'
     in-bag means, whose OOB error is slightly above σ²_Y): the game must have v(∅) = 0, and

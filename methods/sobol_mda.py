@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.losses import BRIER, SQUARED_ERROR, row_loss_increases
-from harness.method import ExplainData
-from harness.oob import oob_predictions, target_matrix
-from harness.oob_method import OOBMethod
-from harness.projection import projected_oob_shift
-from harness.types import Importances
+from harness.core.method import ExplainData
+from harness.core.types import Importances
+from harness.estimators.oob import OOBMethod
+from harness.forest.inbag import oob_predictions, target_matrix
+from harness.forest.losses import BRIER, SQUARED_ERROR, row_loss_increases
+from harness.kernels.reroute.projection import projected_oob_shift
 
 
 class SobolMDA(OOBMethod):
@@ -18,7 +18,7 @@ class SobolMDA(OOBMethod):
     Bénard, Da Veiga, Scornet 2022 (Biometrika), Sec. 3: m^OOB_{−j} averages, over each row's
     out-of-bag trees, the tree projected along j (its splits on j ignored; the projected
     cell's value is the in-bag-count-weighted mean of the in-bag targets sharing it, see
-    :mod:`harness.projection`). It converges to the total Sobol index
+    :mod:`harness.kernels.reroute.projection`). It converges to the total Sobol index
     ST_j = E[V(m(X) | X_{−j})] / V[Y], also for dependent inputs (Thm 1).
 
     The projected cells and their fallback are those of the reference C++ (ranger

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.params import Interval, Param
-from harness.subspace_method import SUBSPACE_PARAMETERS, SubspaceMethod
+from harness.core.params import Interval, Param
+from harness.estimators.subspace_method import SUBSPACE_PARAMETERS, SubspaceMethod
 
 
 class SequentialRandomSubspace(SubspaceMethod):

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.method import ExplainData
-from harness.packed import as_float32_rows, pack_forest, packed_output
-from harness.params import Boolean, Options, Param
-from harness.sage_estimator import cross_entropy, estimate_sage, squared_error
-from harness.sage_marginal import marginal_curves, marginal_setup
-from harness.sage_method import SAGE_PARAMETERS, SAGE_UNITS, SageMethod
-from harness.sage_path_dependent import path_dependent_curves
-from harness.sage_tables import cover_fractions, singleton_sums, singleton_tables, subtree_masks
-from harness.types import Importances
+from harness.core.method import ExplainData
+from harness.core.params import Boolean, Options, Param
+from harness.core.types import Importances
+from harness.estimators.sage import cross_entropy, estimate_sage, squared_error
+from harness.estimators.sage_method import SAGE_PARAMETERS, SAGE_UNITS, SageMethod
+from harness.forest.packed import as_float32_rows, pack_forest, packed_output
+from harness.kernels.sage.marginal import marginal_curves, marginal_setup
+from harness.kernels.sage.path_dependent import path_dependent_curves
+from harness.kernels.sage.tables import (
+    cover_fractions,
+    singleton_sums,
+    singleton_tables,
+    subtree_masks,
+)
 
 
 class TreeSAGE(SageMethod):
@@ -22,8 +27,9 @@ class TreeSAGE(SageMethod):
     TreeSHAP's path-dependent mode); ``imputation="marginal"``: the mean over ``n_background``
     background rows z of f(x_S, z_{~S}), exactly sage's MarginalImputer, so the two can be
     compared one to one. All p + 1 coalitions of a permutation come from one pass per tree
-    (:mod:`harness.sage_path_dependent`, :mod:`harness.sage_marginal`). Sampling and the
-    stopping rule are sage's (:mod:`harness.sage_estimator`); with ``control_variates`` the
+    (:mod:`harness.kernels.sage.path_dependent`, :mod:`harness.kernels.sage.marginal`). Sampling
+    and the
+    stopping rule are sage's (:mod:`harness.estimators.sage`); with ``control_variates`` the
     mean scores are adjusted by each row's total and first-step loss drops, whose exact means
     over all rows come from per-forest tables (measured on Friedman #1: about 3x fewer
     samples to the same threshold). ``std`` is the standard error.

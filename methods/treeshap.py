@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.forest import check_forest, is_classifier, predict_output
-from harness.interventional_shap import compile_kernel, interventional_shap
-from harness.method import ExplainData, Method
-from harness.outputs import OUTPUT_PARAM, check_output, select_output
-from harness.packed import pack_forest, packed_output
-from harness.params import Interval, Options, Param
-from harness.path_kernels import path_forest
-from harness.treeshap_kernel import compile_kernel as compile_path_dependent_kernel
-from harness.treeshap_kernel import path_dependent_shap
-from harness.types import Importances
+from harness.core.method import ExplainData, Method
+from harness.core.outputs import OUTPUT_PARAM, check_output, select_output
+from harness.core.params import Interval, Options, Param
+from harness.core.types import Importances
+from harness.forest.packed import pack_forest, packed_output
+from harness.forest.sklearn import check_forest, is_classifier, predict_output
+from harness.kernels.paths import path_forest
+from harness.kernels.treeshap.interventional import compile_kernel, interventional_shap
+from harness.kernels.treeshap.path_dependent import compile_kernel as compile_path_dependent_kernel
+from harness.kernels.treeshap.path_dependent import path_dependent_shap
 
 
 class TreeSHAP(Method):
@@ -23,11 +23,12 @@ class TreeSHAP(Method):
     distribution (Alg. 1-2, shap's TreeExplainer). ``"interventional"`` integrates absent
     features over a background of ``n_background`` rows drawn with the seed from the explained
     rows. By default (``backend="auto"``, same as ``"harness"``) both run the harness's
-    double-precision kernels. Path-dependent: :mod:`harness.treeshap_kernel`, exact by
+    double-precision kernels. Path-dependent: :mod:`harness.kernels.treeshap.path_dependent`,
+    exact by
     Gauss-Legendre quadrature of the Shapley integral; it equals shap's values to rounding
     (< 1e-12) and brute-force Shapley values of the cover game to 1e-12, and is 5-19x faster
     than shap on one thread on the benchmark forests (deep ones gain most). Interventional:
-    :mod:`harness.interventional_shap`, which walks the background rows 64 at a time as
+    :mod:`harness.kernels.treeshap.interventional`, which walks the background rows 64 at a time as
     bits; shap's interventional code rounds thresholds to float32 (shap issue 5116), so a
     row next to a threshold can take the other branch than in scikit-learn (measured: 3.6e-4
     off on breast cancer, 1.7e-4 off brute force on its first 10 features), while ours

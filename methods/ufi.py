@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.debiased_mdi import DebiasedMDI
+from harness.estimators.debiased_mdi import DebiasedMDI
 
 
 class UFI(DebiasedMDI):
@@ -15,7 +15,7 @@ class UFI(DebiasedMDI):
     classes). A split on a feature independent of y within the node then has expectation
     exactly 0; on in-bag rows the formula is the unnormalised squared-error / Gini MDI. Nodes
     without out-of-bag rows contribute 0. ``std`` is the standard error of the mean over
-    trees. See :mod:`harness.debiased_mdi`.
+    trees. See :mod:`harness.estimators.debiased_mdi`.
     """
 
     name = "ufi"

@@ -15,8 +15,8 @@ import pandas as pd
 import seaborn as sns
 from scipy import stats
 
-from harness.results import RunResults
-from harness.types import GroundTruth
+from harness.core.types import GroundTruth
+from harness.run.results import RunResults
 
 from .base import (
     GROUP,

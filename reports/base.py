@@ -16,8 +16,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from harness.results import RunResults
-from harness.types import global_view
+from harness.core.types import global_view
+from harness.run.results import RunResults
 
 GROUP = ["dataset", "model", "seed"]
 FIGURE_DPI = 100

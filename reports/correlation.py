@@ -18,7 +18,7 @@ import seaborn as sns
 from matplotlib.lines import Line2D
 from scipy import stats
 
-from harness.results import RunResults
+from harness.run.results import RunResults
 
 from .base import (
     GROUP,

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import registry
-from harness.errors import StoreDamagedError
-from harness.results import RunResults
-from harness.store import STATUSES
+from harness.core import registry
+from harness.core.errors import StoreDamagedError
+from harness.run.results import RunResults
+from harness.run.store import STATUSES
 
 from .base import ReportSection, table_html, write_csv
 

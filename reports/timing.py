@@ -14,7 +14,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from harness.results import RunResults
+from harness.run.results import RunResults
 
 from .base import (
     GROUP,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.method import Method
-from harness.types import Importances
+from harness.core.method import Method
+from harness.core.types import Importances
 
 
 class BlocksUntilReleased(Method):

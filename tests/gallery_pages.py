@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.results import RunResults
+from harness.run.results import RunResults
 
 
 def _cells(line: str) -> list[str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.method import Method
-from harness.types import Importances
+from harness.core.method import Method
+from harness.core.types import Importances
 
 
 class ConstantImportance(Method):

@@ -8,8 +8,8 @@ import pytest
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestRegressor
 
 import harness
-from harness.interventional_shap import interventional_shap
-from harness.packed import pack_forest
+from harness.forest.packed import pack_forest
+from harness.kernels.treeshap.interventional import interventional_shap
 from tests.shapley_by_subsets import shapley_by_subsets
 
 shap = pytest.importorskip("shap")

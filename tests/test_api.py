@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import harness
-from harness import registry
+from harness.core import registry
 
 
 def test_design_example_end_to_end(tmp_path):

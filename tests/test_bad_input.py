@@ -9,7 +9,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LinearRegression
 
 import harness
-from harness.errors import (
+from harness.core.errors import (
     BadInputError,
     InvalidParameterError,
     MethodSkipped,

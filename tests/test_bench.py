@@ -12,8 +12,9 @@ import pytest
 from sklearn.datasets import load_iris, make_friedman1
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestRegressor
 
-from harness import bench, bench_tools
-from harness.cli import main
+from harness.bench import comparators as bench_tools
+from harness.bench import runner as bench
+from harness.cli.main import main
 
 
 def test_unknown_case_is_one_line_exit_2(capsys):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import harness
-from harness import registry
-from harness.errors import InvalidParameterError, MethodSkipped, UnknownNameError
+from harness.core import registry
+from harness.core.errors import InvalidParameterError, MethodSkipped, UnknownNameError
 
 TINY = {
     "classification": ("iris", {"forest": "extra_trees", "n_estimators": 8,

@@ -17,10 +17,10 @@ distributed = pytest.importorskip("distributed")
 
 import harness  # noqa: E402
 from harness import dask_executor  # noqa: E402
-from harness.errors import HarnessError, NotInstalledError  # noqa: E402
-from harness.method import Method  # noqa: E402
-from harness.results import RunResults  # noqa: E402
-from harness.types import Importances  # noqa: E402
+from harness.core.errors import HarnessError, NotInstalledError  # noqa: E402
+from harness.core.method import Method  # noqa: E402
+from harness.core.types import Importances  # noqa: E402
+from harness.run.results import RunResults  # noqa: E402
 from tests.test_runner import Hangs, KillsItself  # noqa: E402  (workers import it too)
 
 # Workers unpickle these classes by reference: they import this module (pytest puts the

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from harness.dataset import DatasetSource
-from harness.errors import InvalidParameterError
-from harness.oracle import DiscreteDistribution
-from harness.registry import BUILTIN_DATASETS, get_dataset_class, make_dataset
+from harness.core.dataset import DatasetSource
+from harness.core.errors import InvalidParameterError
+from harness.core.registry import BUILTIN_DATASETS, get_dataset_class, make_dataset
+from harness.oracle.finite_table import DiscreteDistribution
 
 # name -> (params, expected shape, task, first feature names)
 CASES = {

@@ -17,9 +17,9 @@ from sklearn.datasets import load_iris, make_friedman1
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import harness
-from harness.debiased_mdi import debiased_mdi_terms
-from harness.oob import inbag_of, target_matrix
-from harness.packed import as_float32_rows, pack_forest
+from harness.estimators.debiased_mdi import debiased_mdi_terms
+from harness.forest.inbag import inbag_of, target_matrix
+from harness.forest.packed import as_float32_rows, pack_forest
 
 warnings.filterwarnings("ignore", message="Some inputs do not have OOB scores")
 
@@ -99,5 +99,5 @@ def test_debiased_methods_need_out_of_bag_rows():
 
     model = ExtraTreesRegressor(5, random_state=0).fit(X, y)
     for method in ("ufi", "mdi_oob"):
-        with pytest.raises(harness.errors.MethodSkipped, match="bootstrap"):
+        with pytest.raises(harness.core.errors.MethodSkipped, match="bootstrap"):
             harness.explain(method, model, X, y)

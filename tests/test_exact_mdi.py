@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from sklearn.ensemble import ExtraTreesClassifier
 
+from harness.core.errors import BadInputError, InvalidParameterError
 from harness.datasets.led import DIGIT_SEGMENTS, led_population
 from harness.datasets.xor import xor_population
-from harness.errors import BadInputError, InvalidParameterError
-from harness.exact_mdi import expected_mdi
-from harness.oracle import DiscreteDistribution
+from harness.oracle.exact_mdi import expected_mdi
+from harness.oracle.finite_table import DiscreteDistribution
 
 RULES = ("sklearn", "paper")
 

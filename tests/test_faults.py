@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import harness
-from harness.method import Method
-from harness.store import from_blob
-from harness.types import Importances
+from harness.core.method import Method
+from harness.core.types import Importances
+from harness.run.store import from_blob
 
 KILL_GRID = ["-d", "iris", "wine", "--model", "random_forest[n_estimators=20]",
              "-m", "mdi", "saabas", "treeshap", "mda_bc", "sobol_mda",

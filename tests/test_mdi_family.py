@@ -8,7 +8,7 @@ from sklearn.ensemble import ExtraTreesClassifier
 from sklearn.ensemble._forest import _generate_sample_indices, _get_n_samples_bootstrap
 
 import harness
-from harness.forest import flatten_forest, path_accumulate
+from harness.forest.sklearn import flatten_forest, path_accumulate
 
 
 def _scale(model) -> float:

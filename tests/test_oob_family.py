@@ -23,17 +23,17 @@ from sklearn.ensemble import (
 )
 
 import harness
-from harness.errors import BadInputError, MethodSkipped
-from harness.held_out_reroute import held_out_permutation_pass
-from harness.losses import TIE_MARGIN
-from harness.oob import check_training_rows, inbag_of, oob_predictions
-from harness.packed import as_float32_rows, pack_forest
-from harness.path_kernels import path_forest
-from harness.permutation_kernels import oob_permutation_pass
-from harness.permutations import STREAM_HELD_OUT, STREAM_OOB, draw_seed, keyed_permutation
-from harness.projection import projected_oob_shift
+from harness.core.errors import BadInputError, MethodSkipped
+from harness.forest.inbag import check_training_rows, inbag_of, oob_predictions
+from harness.forest.losses import TIE_MARGIN
+from harness.forest.packed import as_float32_rows, pack_forest
+from harness.forest.permutations import STREAM_HELD_OUT, STREAM_OOB, draw_seed, keyed_permutation
+from harness.kernels.paths import path_forest
+from harness.kernels.reroute.held_out import held_out_permutation_pass
+from harness.kernels.reroute.permutation import oob_permutation_pass
+from harness.kernels.reroute.projection import projected_oob_shift
 from harness.reports.accuracy import target_table
-from harness.results import RunResults
+from harness.run.results import RunResults
 
 warnings.filterwarnings("ignore", message="Some inputs do not have OOB scores")
 

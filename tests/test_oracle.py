@@ -9,8 +9,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from harness.oracle import DiscreteDistribution, shapley_values
-from harness.registry import make_dataset
+from harness.core.registry import make_dataset
+from harness.oracle.finite_table import DiscreteDistribution, shapley_values
 
 # Louppe et al. (2013), LED table, column "Thm. 1" (X1..X7), and its sum.
 PAPER_LED_THM1 = np.array([0.412, 0.581, 0.531, 0.542, 0.656, 0.225, 0.372])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import BadInputError, InvalidParameterError
-from harness.models import ModelSpec
-from harness.params import Interval, NoneValue, Options, Param, validate_params
-from harness.spec import expand_grid, format_spec, parse_spec
+from harness.core.errors import BadInputError, InvalidParameterError
+from harness.core.params import Interval, NoneValue, Options, Param, validate_params
+from harness.core.spec import expand_grid, format_spec, parse_spec
+from harness.forest.models import ModelSpec
 
 DECLARED = {
     "n_repeats": Param(5, (Interval(int, 1, None, "left"),)),

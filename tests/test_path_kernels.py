@@ -14,8 +14,8 @@ from sklearn.ensemble import (
 )
 
 import harness
-from harness import path_kernels
-from harness.path_kernels import local_mdi_paths, path_forest, saabas_paths
+from harness.kernels import paths as path_kernels
+from harness.kernels.paths import local_mdi_paths, path_forest, saabas_paths
 
 ATOL = 1e-12
 

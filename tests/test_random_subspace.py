@@ -9,7 +9,11 @@ from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
 
 import harness
 from harness.api import load_dataset
-from harness.random_subspace import SubspaceSettings, grow_subspace_trees, predict_subspace
+from harness.estimators.random_subspace import (
+    SubspaceSettings,
+    grow_subspace_trees,
+    predict_subspace,
+)
 
 
 @pytest.mark.parametrize("task", ["classification", "regression"])

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness.core.types import Dataset, GroundTruth, TruthVector
 from harness.reports import accuracy, correlation, timing
 from harness.reports.base import rowwise_pearson, rowwise_spearman
 from harness.reports.index import build_reports, default_reports
-from harness.results import RunResults
-from harness.store import Store
-from harness.types import Dataset, GroundTruth, TruthVector
+from harness.run.results import RunResults
+from harness.run.store import Store
 
 FEATURES = ["f0", "f1", "f2", "f3"]
 TRUTH_GLOBAL = np.array([0.5, 0.3, 0.15, 0.05])

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from harness.errors import UnknownNameError
-from harness.reproduce import TARGETS, VERDICTS, reproduce
+from harness.core.errors import UnknownNameError
+from harness.reports.targets.base import TARGETS, VERDICTS, reproduce
 
 
 def test_unknown_target_is_refused_before_anything_runs(tmp_path):
@@ -43,7 +43,7 @@ def test_geurts2016_srs_quick_page_states_what_its_curves_show(tmp_path):
 
 
 def test_every_registered_target_imports():
-    from harness.reproduce import load_target
+    from harness.reports.targets.base import load_target
 
     for name in TARGETS:
         target = load_target(name)
@@ -57,7 +57,7 @@ def test_every_registered_target_imports():
     (["reproduce", "geurts-xor", "nope"], "Unknown reproduction target 'nope'"),
 ])
 def test_cli_bad_targets_are_one_line_and_write_nothing(tmp_path, capsys, argv, message):
-    from harness.cli import main
+    from harness.cli.main import main
 
     code = main([*argv, "--out", str(tmp_path / "gallery"), "--store", str(tmp_path / "runs")])
     err = capsys.readouterr().err.strip().splitlines()

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from harness.reports.targets.base import reproduce
 from harness.reports.targets.louppe2013_led import PUBLISHED
-from harness.reproduce import reproduce
 from tests.gallery_pages import cell_timestamps, page_rows
 
 

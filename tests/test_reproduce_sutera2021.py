@@ -13,8 +13,8 @@ import math
 import pandas as pd
 import pytest
 
+from harness.reports.targets.base import VERDICTS, reproduce
 from harness.reports.targets.sutera2021_table4 import PUBLISHED, Z_LIMIT
-from harness.reproduce import VERDICTS, reproduce
 from tests.gallery_pages import cell_timestamps, page_header, page_rows
 
 NAMES = ["sutera2021-table4", "sutera2021-fig1", "sutera2021-fig2", "sutera2021-fig3"]

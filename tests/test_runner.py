@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import harness
-from harness.method import Method
-from harness.types import Importances
+from harness.core.method import Method
+from harness.core.types import Importances
 
 
 class Raises(Method):

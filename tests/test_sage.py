@@ -10,12 +10,12 @@ from sklearn.datasets import load_iris, make_friedman1
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import harness
-from harness.errors import MethodSkipped
-from harness.packed import as_float32_rows, pack_forest
-from harness.sage_estimator import estimate_sage
-from harness.sage_marginal import marginal_curves, marginal_setup
-from harness.sage_path_dependent import path_dependent_curves
-from harness.sage_tables import (
+from harness.core.errors import MethodSkipped
+from harness.estimators.sage import estimate_sage
+from harness.forest.packed import as_float32_rows, pack_forest
+from harness.kernels.sage.marginal import marginal_curves, marginal_setup
+from harness.kernels.sage.path_dependent import path_dependent_curves
+from harness.kernels.sage.tables import (
     cover_fractions,
     singleton_sums,
     singleton_tables,
@@ -355,13 +355,13 @@ def test_loss_must_fit_the_task(forests):
 
 
 def test_progress_reaches_one_when_sampling_stops(forests):
-    from harness.method import ExplainData
+    from harness.core.method import ExplainData
 
     model, X, y = forests["regression"]
     seen: list[float] = []
     data = ExplainData(X=X, y=y, feature_names=[f"x{j}" for j in range(X.shape[1])],
                        task="regression", progress=seen.append)
-    method = harness.registry.make_method("tree_sage", batch_size=64, max_permutations=640)
+    method = harness.core.registry.make_method("tree_sage", batch_size=64, max_permutations=640)
     imp = method.explain(model, data, np.random.default_rng(0))
     assert seen and all(0 <= value <= 1 for value in seen) and seen[-1] == 1.0
     assert len(seen) == -(-imp.extra["n_samples"] // 64)

@@ -13,10 +13,10 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import harness
 from harness.api import load_dataset
-from harness.oob import inbag_of, target_matrix
-from harness.packed import as_float32_rows, pack_forest
-from harness.shaff_estimator import all_subsets, shapley_kernel, shapley_operator
-from harness.subset_projection import projected_oob_predictions
+from harness.estimators.shaff import all_subsets, shapley_kernel, shapley_operator
+from harness.forest.inbag import inbag_of, target_matrix
+from harness.forest.packed import as_float32_rows, pack_forest
+from harness.kernels.reroute.subset_projection import projected_oob_predictions
 from tests.shapley_by_subsets import shapley_by_subsets
 
 warnings.filterwarnings("ignore", message="Some inputs do not have OOB scores")

@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from harness.errors import BadInputError, InvalidParameterError
-from harness.registry import make_dataset
-from harness.types import GroundTruth
+from harness.core.errors import BadInputError, InvalidParameterError
+from harness.core.registry import make_dataset
+from harness.core.types import GroundTruth
 
 TRUTH_KEYS = {"sobol_first", "sobol_total", "shapley_effect", "mda_bc_limit", "mda_ik_limit"}
 

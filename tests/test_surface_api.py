@@ -26,9 +26,9 @@ from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import harness
-from harness import registry
-from harness.errors import BadInputError
-from harness.inputs import validate_explain_inputs
+from harness.core import registry
+from harness.core.errors import BadInputError
+from harness.run.inputs import validate_explain_inputs
 
 DIABETES = ["age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6"]
 IRIS = ["sepal length (cm)", "sepal width (cm)", "petal length (cm)", "petal width (cm)"]

@@ -1,6 +1,6 @@
 """The command line as a user meets it, one row per case: argv, exit code, words, files after.
 
-Every row runs ``harness.cli.main(argv)`` in this process, from an empty working folder, so
+Every row runs ``harness.cli.main.main(argv)`` in this process, from an empty working folder, so
 that "nothing written" covers the default run folder and the current folder too (``--out ""``
 once wrote there). Bad input must exit 2 with one line on stderr naming what is allowed and
 what was received.
@@ -20,9 +20,9 @@ import pandas as pd
 import pytest
 
 import harness
-from harness import reproduce
-from harness.cli import main
-from harness.reproduce import Target, TargetContext, TargetPage
+from harness.cli.main import main
+from harness.reports.targets import base as reproduce
+from harness.reports.targets.base import Target, TargetContext, TargetPage
 
 #: a grid of one quick cell, run in this process; a row's own -d / --model / -m replace these
 BASE = {"-d": ["iris"], "--model": ["extra_trees[n_estimators=5]"], "-m": ["mdi"],
@@ -226,7 +226,7 @@ def test_reproduce_defaults_are_not_the_committed_gallery():
 
 def test_the_committed_index_is_what_write_index_writes(tmp_path):
     """The committed gallery's index says how to refresh it (``--gallery``), in the words
-    that :func:`harness.reproduce.write_index` writes."""
+    that :func:`harness.reports.targets.base.write_index` writes."""
     committed = Path(__file__).parents[1] / reproduce.COMMITTED_GALLERY
     for summary in committed.glob("*.json"):
         (tmp_path / summary.name).write_text(summary.read_text())

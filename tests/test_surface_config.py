@@ -3,7 +3,7 @@
 ``compare --config grid.toml`` runs from an empty working folder; the config sits beside it.
 A value of the wrong type once gave a traceback or a wrong run (``datasets = "iris"`` ran the
 datasets 'i', 'r', 'i', 's'): now every key is checked by the same function as the Python
-API's (:func:`harness.run_options.check_option`), and the same values given to
+API's (:func:`harness.run.options.check_option`), and the same values given to
 ``harness.compare`` raise :class:`BadInputError` with the same words, before anything is
 written.
 """
@@ -17,7 +17,7 @@ import tomllib
 import pytest
 
 import harness
-from harness.cli import main
+from harness.cli.main import main
 
 #: the grid of one quick cell; a row's own keys replace these
 BASE = {"datasets": '["iris"]', "models": '["extra_trees[n_estimators=5]"]',

@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 import harness
-from harness.cli import main
-from harness.errors import StoreDamagedError, StoreLostError
-from harness.store import Store
+from harness.cli.main import main
+from harness.core.errors import StoreDamagedError, StoreLostError
+from harness.run.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = dict(datasets=["iris", "led"], models=["extra_trees[n_estimators=4]"],
@@ -305,7 +305,7 @@ def test_a_killed_runner_takes_its_cells_along_and_the_next_run_resumes(
 
 def test_a_cell_process_ends_itself_past_its_limit_when_no_runner_does(tmp_path):
     """The backstop when the runner is stopped (SIGSTOP) rather than gone."""
-    script = ("import os, time\nfrom harness.executors import bound_child\n"
+    script = ("import os, time\nfrom harness.run.executors.process import bound_child\n"
               "bound_child(os.getppid(), 0.2, None)\ntime.sleep(3600)\n")
     process = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
     try:

@@ -11,8 +11,8 @@ from sklearn.ensemble import (
     RandomForestRegressor,
 )
 
-from harness.packed import pack_forest
-from harness.treeshap_kernel import path_dependent_shap
+from harness.forest.packed import pack_forest
+from harness.kernels.treeshap.path_dependent import path_dependent_shap
 from tests.shapley_by_subsets import shapley_by_subsets
 
 shap = pytest.importorskip("shap")

@@ -22,11 +22,11 @@ import numpy as np
 import pandas as pd
 
 from harness.api import load_dataset
+from harness.core.spec import parse_spec
 from harness.reports.base import rowwise_pearson, rowwise_spearman
 from harness.reports.correlation import local_matrix
-from harness.reproduce import TargetContext
-from harness.runner import plan
-from harness.spec import parse_spec
+from harness.reports.targets.base import TargetContext
+from harness.run.runner import plan
 
 STORE = "sutera2021-local"
 LOCAL_METHODS = ("local_mdi", "saabas", "treeshap")

@@ -13,8 +13,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from harness.api import load_dataset  # noqa: E402
-from harness.models import ModelSpec  # noqa: E402
-from harness.reproduce import Target, TargetContext, TargetPage  # noqa: E402
+from harness.forest.models import ModelSpec  # noqa: E402
+from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
 
 # seed 002 (Scornet, slides, Oct. 2025), "Sobol-MDA Experiments" table (Bénard, Da Veiga &
 # Scornet, Biometrika 2022): top 10 of each estimate, printed with 3 decimals, one data set.

@@ -11,13 +11,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from harness.reproduce import Target, TargetContext, TargetPage  # noqa: E402
-from harness.subspace_experiment import (  # noqa: E402
+from harness.estimators.subspace_experiment import (  # noqa: E402
     CurveSettings,
     claims,
     final_scores,
     run_curves,
 )
+from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
 
 QUICK = CurveSettings(n_irrelevant=(480,), n_trees=200, step=50, n_splits=1)
 FULL = CurveSettings()

@@ -10,9 +10,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from harness.api import load_dataset  # noqa: E402
-from harness.exact_mdi import expected_mdi  # noqa: E402
-from harness.oracle import DiscreteDistribution  # noqa: E402
-from harness.reproduce import Target, TargetContext, TargetPage  # noqa: E402
+from harness.oracle.exact_mdi import expected_mdi  # noqa: E402
+from harness.oracle.finite_table import DiscreteDistribution  # noqa: E402
+from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
 
 # seed 004 (Geurts, slides), "Importances of strongly versus weakly features", eps = 0.05:
 # (m, conditioning set) -> I(X_m; Y | B) in bits, then Imp(X1), Imp(X2), Imp(X3).

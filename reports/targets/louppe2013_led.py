@@ -12,8 +12,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from harness.api import load_dataset  # noqa: E402
-from harness.exact_mdi import expected_mdi  # noqa: E402
-from harness.reproduce import Target, TargetContext, TargetPage  # noqa: E402
+from harness.oracle.exact_mdi import expected_mdi  # noqa: E402
+from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
 
 VARIABLES = [f"X{i}" for i in range(1, 8)]
 # seed 000 (Louppe, Wehenkel, Sutera, Geurts 2013, NIPS poster), "Effect of randomization"
@@ -35,7 +35,7 @@ class Louppe2013LED(Target):
     """Thm 1 and the K = 1..7 LED columns: exact oracles and scikit-learn forests.
 
     Ours: the Thm 1 oracle (Louppe et al. 2013, Eq. 2); the exact expected MDI of
-    :mod:`harness.exact_mdi` under the paper's rule (K drawn among the variables unused on
+    :mod:`harness.oracle.exact_mdi` under the paper's rule (K drawn among the variables unused on
     the branch, multiway splits) and under scikit-learn's splitter; and ExtraTrees forests
     (max_features = K, entropy, fully grown, no bootstrap) on the 10-row LED distribution,
     whose mean MDI has a standard error below the table's last digit at full scale (20 000

@@ -16,8 +16,8 @@ from scipy.stats import binomtest  # noqa: E402
 
 from harness.api import load_dataset  # noqa: E402
 from harness.datasets.scornet_sqrt import explained_variance  # noqa: E402
-from harness.models import split_rows  # noqa: E402
-from harness.reproduce import Target, TargetContext, TargetPage  # noqa: E402
+from harness.forest.models import split_rows  # noqa: E402
+from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
 
 P = 3
 BIAS_NOISE, RANK_NOISE = 3.0, 12.0  # σ² of the two figures of the slides

@@ -7,11 +7,11 @@ import pandas as pd
 
 from harness.api import load_dataset
 from harness.datasets.led import SEGMENTS
-from harness.exact_mdi import expected_mdi
+from harness.oracle.exact_mdi import expected_mdi
 from harness.reports.base import new_figure, normalise_l1, save_figure
 from harness.reports.targets._sutera import forest, n_trees
-from harness.reproduce import Target, TargetContext, TargetPage
-from harness.runner import plan
+from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.run.runner import plan
 
 KS = list(range(1, 8))
 # sage's default convergence threshold in full mode; a looser one (about 4x fewer sampled
@@ -128,7 +128,7 @@ class Sutera2021Fig1(Target):
         notes = [f"Claim '{c.claim}': {'holds' if c.holds else 'does not hold'} "
                  f"({c.measured})." for c in checks.itertuples()]
         notes += [
-            "Exact expected MDI of scikit-learn's Extra-Trees (harness.exact_mdi, sklearn "
+            "Exact expected MDI of scikit-learn's Extra-Trees (harness.oracle.exact_mdi, sklearn "
             "rule), normalised, gain K = 1 -> 7: " + ", ".join(
                 f"{n} {g:+.4f}" for n, g in zip(names, gain))
             + ": X7 (bottom) is flat, so 'at the expense of the other variables' is true of "

@@ -13,7 +13,7 @@ from harness.reports.targets._sutera import (
     pair_label,
     run_local,
 )
-from harness.reproduce import Target, TargetContext, TargetPage
+from harness.reports.targets.base import Target, TargetContext, TargetPage
 
 KS = {"digits": {False: [1, 2, 4, 8, 16, 32, 64], True: [1, 8, 64]},
       "led": {False: list(range(1, 8)), True: list(range(1, 8))}}

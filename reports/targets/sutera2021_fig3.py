@@ -23,8 +23,8 @@ from harness.reports.targets._sutera import (
     run_local,
     sqrt_k,
 )
-from harness.reproduce import Target, TargetContext, TargetPage
-from harness.runner import plan
+from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.run.runner import plan
 
 # Segment rectangles (x, y, width, height) in a 1 x 2 box, in the order X1..X7 of the led
 # dataset: top, upper-left, upper-right, middle, lower-left, lower-right, bottom.

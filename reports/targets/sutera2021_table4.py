@@ -15,7 +15,7 @@ from harness.reports.targets._sutera import (
     n_trees,
     run_local,
 )
-from harness.reproduce import Target, TargetContext, TargetPage
+from harness.reports.targets.base import Target, TargetContext, TargetPage
 
 # Seed 003, Appendix E.2, Table 4 ("Summary of results on classification datasets"):
 # (dataset, compared with local MDI, correlation) -> mean, std, % >= 0.9, % >= 0.75.

@@ -1,0 +1,387 @@
+"""``python -m harness bench``: method time as a multiple of the forest's own predict, and
+side by side with other libraries.
+
+Every case fits one scikit-learn forest on all its rows and, in one process, times the
+forest's ``predict`` / ``predict_proba`` on the explained rows and each method on the same
+rows (best of ``repeat`` runs, or one run when a run takes longer than ``LONG_RUN`` seconds,
+after an untimed warm-up that compiles the kernels). A case may explain only its first rows
+with an expensive method (``BenchCase.rows``). Ratios, not seconds, are the figures to compare
+across machines. The out-of-bag methods get the training rows (here all rows); ``mda_test``
+gets the same rows as a stand-in held-out set.
+
+A method may be paired with another library's implementation of the same quantity
+(:mod:`harness.bench.comparators`: shap, treeinterpreter, fasttreeshap, scikit-learn's
+``permutation_importance``) or with a reference method of the same case (``tree_sage``
+against ``sage``); the row then gives the other's time, the speed-up over it and the largest
+difference of the values: absolute where both compute the same numbers, in units of the
+combined std where they estimate the same quantity from other random draws.
+
+The table (``bench.json``, one record per row) has the columns ``case``, ``method``,
+``n_rows``, ``seconds``, ``predict_seconds``, ``ratio_to_predict``, ``target_ratio``,
+``reference`` (the other tool or method, or None), ``reference_status`` ("ok", "not
+installed" or "error: ..."), ``reference_seconds``, ``reference_ratio_to_predict``,
+``speedup`` (reference seconds / ours), ``target_speedup``, ``max_abs_diff``,
+``max_diff_in_std``, ``note``, ``threads`` (numba threads), ``peak_mib`` (the largest
+memory in use above the start of a run: numpy and numba arrays, traced by ``tracemalloc`` in
+one more run after the timed ones, since tracing slows allocation), ``memory_ratio`` (peak
+over the output's size plus the packed forest's), ``target_memory_ratio`` and
+``meets_target`` (every set target met; None where no target is set). The memory target
+(issue 6: within 2x of output + flattened forest) applies to every method but ``sage``,
+which wraps another package (not traced, so that tracing does not slow its Python loops).
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+import pandas as pd
+from sklearn.datasets import load_breast_cancer, load_digits, make_friedman1
+from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier, RandomForestRegressor
+
+from harness.bench.comparators import TOOLS, aligned, missing
+from harness.core.errors import unknown_name
+from harness.forest.packed import pack_forest
+from harness.forest.sklearn import predict_output
+
+LONG_RUN = 5.0  # seconds: a method this slow is timed once
+NAN = float("nan")
+COLUMNS = ("case", "method", "n_rows", "seconds", "predict_seconds", "ratio_to_predict",
+           "target_ratio", "reference", "reference_status", "reference_seconds",
+           "reference_ratio_to_predict", "speedup", "target_speedup", "max_abs_diff",
+           "max_diff_in_std", "note", "threads", "peak_mib", "memory_ratio",
+           "target_memory_ratio", "meets_target")
+
+
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    return load_digits(return_X_y=True)
+
+
+def _breast_cancer() -> tuple[np.ndarray, np.ndarray]:
+    return load_breast_cancer(return_X_y=True)
+
+
+def _friedman1() -> tuple[np.ndarray, np.ndarray]:
+    return make_friedman1(n_samples=2000, n_features=10, random_state=0)
+
+
+def _benard2022() -> tuple[np.ndarray, np.ndarray]:
+    from harness.api import load_dataset
+
+    dataset = load_dataset("linear_gaussian", seed=0, preset="benard2022")
+    return dataset.X, dataset.y
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Our method spec beside another library's ``tool`` (a key of ``bench_tools.TOOLS``)."""
+
+    method: str
+    tool: str
+    min_speedup: float = NAN
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    """A dataset, a forest grown on all its rows, and the methods timed on it.
+
+    ``methods`` are method specs (``tree_sage[imputation=marginal]``); ``targets`` maps a
+    spec to the largest ratio to predict it may take, ``speedup_targets`` to the smallest
+    speed-up over its ``references`` entry; ``pairs`` set methods beside other libraries;
+    ``rows`` limits a spec to the first rows; ``warm_up`` gives parameters for a cheap
+    untimed first run (default: a full run, or the first rows for a spec in ``rows``).
+    """
+
+    name: str
+    description: str
+    data: Callable[[], tuple[np.ndarray, np.ndarray]]
+    forest: Callable[[], Any]
+    methods: tuple[str, ...]
+    targets: dict[str, float] = field(default_factory=dict)
+    references: dict[str, str] = field(default_factory=dict)
+    speedup_targets: dict[str, float] = field(default_factory=dict)
+    warm_up: dict[str, dict] = field(default_factory=dict)
+    pairs: tuple[Pair, ...] = ()
+    rows: dict[str, int] = field(default_factory=dict)
+
+
+OOB_METHODS = ("mda_test", "mda_bc", "mda_ik", "sobol_mda")
+OOB_TARGETS = {"mda_bc": 20.0, "mda_ik": 20.0, "sobol_mda": 50.0}
+SAGE_METHODS = ("sage", "tree_sage", "tree_sage[imputation=marginal]")
+# tree SAGE against sage at the same threshold, rows, background and loss: minimum speed-ups
+SAGE_TARGETS = {"tree_sage": 10.0, "tree_sage[imputation=marginal]": 3.0}
+SAGE_WARM_UP = {"max_permutations": 8, "batch_size": 8}
+# TreeSHAP is timed on the first rows only (interventional: with those rows as background),
+# unless ``all_rows``: shap takes about 0.12 s a row path-dependent on A1 (100 trees ~28
+# deep) and 0.11 s on C, so all rows of A1 and C cost shap about 7 minutes; and 0.5 s a row
+# interventional with 50 background rows on A1
+TREESHAP_ROWS, INTERVENTIONAL_ROWS = 100, 30
+PATH_TARGETS = {"local_mdi": 1.0, "saabas": 1.0}
+# issue 6: exact TreeSHAP >= 10x shap on A1, 5x on C, 3x on A2 and B; mda_test >= 3x
+# scikit-learn's permutation_importance at the same n_repeats
+TREESHAP_SPEEDUPS = {"A1": 10.0, "A2": 3.0, "B": 3.0, "C": 5.0}
+MDA_TEST_SPEEDUP = 3.0
+# issue 6: peak memory of an explain within 2x of its output size plus the flattened forest
+MEMORY_TARGET = 2.0
+UNTRACED_METHODS = ("sage",)
+
+
+def _path_case(name: str, description: str, data, forest, classifier: bool,
+               extra: tuple[str, ...] = (), targets: dict | None = None,
+               saabas_speedup: float = NAN, treeshap_rows: int = TREESHAP_ROWS,
+               treeshap_speedup: float = NAN) -> BenchCase:
+    """A case for the path decompositions and TreeSHAP beside shap, treeinterpreter and
+    fasttreeshap (classifiers explain every class, as those libraries do)."""
+    every = "[output=all_classes]" if classifier else ""
+    saabas = ("saabas", f"saabas{every}") if classifier else ("saabas",)
+    treeshap = f"treeshap{every}"
+    interventional = (f"treeshap[n_background={INTERVENTIONAL_ROWS},"
+                      f"{'output=all_classes,' if classifier else ''}perturbation=interventional]")
+    pairs = [Pair(spec, tool, saabas_speedup if spec == "saabas" and tool.startswith("shap")
+                  else NAN)
+             for spec in saabas for tool in ("shap approximate", "treeinterpreter")]
+    pairs += [Pair(treeshap, "shap path-dependent", treeshap_speedup),
+              Pair(treeshap, "fasttreeshap"), Pair(interventional, "shap interventional")]
+    pairs += [Pair("mda_test", "sklearn permutation_importance", MDA_TEST_SPEEDUP)] * (
+        "mda_test" in extra)
+    return BenchCase(
+        name, description, data, forest,
+        extra + ("local_mdi", *saabas, treeshap, interventional),
+        {**PATH_TARGETS, **(targets or {})}, pairs=tuple(pairs),
+        rows={treeshap: treeshap_rows, interventional: INTERVENTIONAL_ROWS})
+
+
+def _sage_case(name, description, data, forest) -> BenchCase:
+    return BenchCase(name, description, data, forest, SAGE_METHODS,
+                     references={spec: "sage" for spec in SAGE_TARGETS},
+                     speedup_targets=SAGE_TARGETS,
+                     warm_up={spec: SAGE_WARM_UP for spec in SAGE_METHODS})
+
+
+CASES = {
+    "A1": _path_case(
+        "A1", "digits (1797 x 64, 10 classes), ExtraTreesClassifier(100, max_features=1, "
+        "criterion='entropy')", _digits,
+        lambda: ExtraTreesClassifier(n_estimators=100, max_features=1, criterion="entropy",
+                                     random_state=0), True, saabas_speedup=2.0,
+        treeshap_speedup=TREESHAP_SPEEDUPS["A1"]),
+    "A2": _path_case(
+        "A2", "digits, ExtraTreesClassifier(100, max_features='sqrt', criterion='entropy')",
+        _digits, lambda: ExtraTreesClassifier(n_estimators=100, max_features="sqrt",
+                                              criterion="entropy", random_state=0), True,
+        treeshap_speedup=TREESHAP_SPEEDUPS["A2"]),
+    "B": _path_case(
+        "B", "breast cancer (569 x 30), RandomForestClassifier(500)", _breast_cancer,
+        lambda: RandomForestClassifier(n_estimators=500, random_state=0), True, ("mda_test",),
+        targets={"saabas": NAN}, treeshap_speedup=TREESHAP_SPEEDUPS["B"]),
+    "C": _path_case(
+        "C", "make_friedman1(n_samples=2000, n_features=10), RandomForestRegressor(300)",
+        _friedman1, lambda: RandomForestRegressor(n_estimators=300, random_state=0), False,
+        OOB_METHODS, OOB_TARGETS, treeshap_speedup=TREESHAP_SPEEDUPS["C"]),
+    "benard2022": BenchCase(
+        "benard2022", "Bénard et al. p = 200 grouped Gaussians (n = 1000), "
+        "RandomForestRegressor(300, max_features='sqrt', min_samples_leaf=5)",
+        _benard2022, lambda: RandomForestRegressor(n_estimators=300, max_features="sqrt",
+                                                   min_samples_leaf=5, random_state=0),
+        OOB_METHODS, OOB_TARGETS),
+    "sage-A2": _sage_case(
+        "sage-A2", "digits, ExtraTreesClassifier(100, max_features='sqrt')", _digits,
+        lambda: ExtraTreesClassifier(n_estimators=100, max_features="sqrt", random_state=0)),
+    "sage-B": _sage_case(
+        "sage-B", "breast cancer, RandomForestClassifier(500)", _breast_cancer,
+        lambda: RandomForestClassifier(n_estimators=500, random_state=0)),
+    "sage-C": _sage_case(
+        "sage-C", "make_friedman1(n_samples=2000), RandomForestRegressor(300)", _friedman1,
+        lambda: RandomForestRegressor(n_estimators=300, random_state=0)),
+}
+
+
+def timed(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Best wall time over ``repeat`` runs (one run if it is longer than ``LONG_RUN``) and
+    the last result."""
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = call()
+        best = min(best, time.perf_counter() - start)
+        if best > LONG_RUN:
+            break
+    return best, result
+
+
+def traced_peak(call: Callable[[], Any]) -> tuple[int, Any]:
+    """Peak bytes allocated above the start while ``call`` runs (numpy and numba arrays
+    included: both allocate through Python's traced allocator), and its result."""
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    start = tracemalloc.get_traced_memory()[0]
+    try:
+        result = call()
+        return tracemalloc.get_traced_memory()[1] - start, result
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+
+
+def _output_bytes(result) -> int:
+    return sum(array.nbytes for array in (result.values, result.std, result.base_values)
+               if array is not None)
+
+
+def _difference_in_std(ours_values, ours_std, theirs_values, theirs_std) -> float:
+    if ours_std is None or theirs_std is None:
+        return NAN
+    combined = np.sqrt(np.asarray(ours_std) ** 2 + np.asarray(theirs_std) ** 2)
+    gap = np.abs(np.asarray(ours_values) - np.asarray(theirs_values))
+    return float(np.max(gap / np.maximum(combined, 1e-300)))
+
+
+def _beside_tool(row: dict, pair: Pair, ours, model, X, y, params: dict, repeat: int,
+                 runs: dict) -> None:
+    """Fill the reference columns of ``row`` by running ``pair.tool`` on the same rows (or
+    reusing its run in ``runs`` with the same rows and parameters)."""
+    tool = TOOLS[pair.tool]
+    row.update(reference=tool.name, target_speedup=pair.min_speedup, note=tool.note)
+    reason = missing(tool.module)
+    if reason:
+        row["reference_status"] = reason
+        return
+    key = (tool.name, X.shape[0], *(params.get(name) for name in tool.uses))
+    try:
+        if key not in runs:
+            runs[key] = timed(lambda: tool.run(model, X, y, params), repeat)
+        seconds, theirs = runs[key]
+        values = aligned(np.asarray(theirs.values, dtype=float), ours.values, model, X)
+    except Exception as exc:  # noqa: BLE001 (another library's failure is a row, not a crash)
+        row["reference_status"] = f"error: {type(exc).__name__}: {exc}"[:200]
+        return
+    row.update(reference_status="ok", reference_seconds=seconds,
+               reference_ratio_to_predict=seconds / row["predict_seconds"],
+               speedup=seconds / row["seconds"])
+    if tool.same_draws:
+        row["max_abs_diff"] = float(np.max(np.abs(ours.values - values)))
+    else:
+        row["note"] = "different permutations"
+        row["max_diff_in_std"] = _difference_in_std(ours.values, ours.std, values, theirs.std)
+
+
+def _meets(row: dict) -> bool | None:
+    checks = []
+    if row["target_ratio"] == row["target_ratio"]:
+        checks.append(row["ratio_to_predict"] <= row["target_ratio"])
+    if row["target_speedup"] == row["target_speedup"] and row["speedup"] == row["speedup"]:
+        checks.append(row["speedup"] >= row["target_speedup"])
+    if row["target_memory_ratio"] == row["target_memory_ratio"]:
+        checks.append(row["memory_ratio"] <= row["target_memory_ratio"])
+    return bool(all(checks)) if checks else None
+
+
+def _plan(names: list[str], methods: list[str] | None) -> list[tuple[BenchCase, list[str]]]:
+    plan = []
+    for name in names:
+        case = CASES[name]
+        chosen = [spec for spec in case.methods
+                  if not methods or spec in methods or spec.split("[")[0] in methods]
+        if chosen:
+            plan.append((case, chosen))
+    return plan
+
+
+def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
+              repeat: int = 3, all_rows: bool = False,
+              on_step: Callable[[str, int, int], None] | None = None) -> pd.DataFrame:
+    """Time each case's methods against the forest's predict and beside their pairs.
+
+    One row per (case, method) and per pair of it (see the module docstring for the
+    columns). ``methods`` filters by spec or by method name; ``all_rows`` explains every row
+    with every method (ignoring ``BenchCase.rows``); ``on_step(text, done, total)`` reports
+    progress.
+    """
+    from harness.api import explain
+    from harness.run.cells import expand_methods
+
+    names = list(CASES) if not cases else cases
+    for name in names:
+        if name not in CASES:
+            raise unknown_name("bench case", name, list(CASES))
+    plan = _plan(names, methods)
+    total = sum(1 + len(chosen) + sum(pair.method in chosen for pair in case.pairs)
+                for case, chosen in plan)
+    done = 0
+
+    def step(text: str) -> None:
+        if on_step:
+            on_step(text, done, total)
+
+    rows = []
+    for case, chosen in plan:
+        step(f"{case.name}: fitting")
+        X, y = case.data()
+        model = case.forest().fit(X, y)
+        forest_bytes = pack_forest(model).nbytes
+        done += 1
+        predict_seconds: dict[int, float] = {}
+        results, tool_runs = {}, {}
+        for spec in chosen:
+            step(f"{case.name}: {spec}")
+            n = len(X) if all_rows else min(case.rows.get(spec, len(X)), len(X))
+            Xn, yn = X[:n], y[:n]
+            if n not in predict_seconds:
+                predict_seconds[n] = timed(lambda: predict_output(model, Xn), repeat)[0]  # noqa: B023
+            method = expand_methods([spec])[0]
+            warm = case.warm_up.get(spec)
+            warm_method = expand_methods([{"name": method.name, **method.params, **warm}])[0] \
+                if warm else method
+            cheap = spec in case.rows and not warm and not all_rows
+            explain(warm_method, model, Xn[:8] if cheap else Xn, yn[:8] if cheap else yn)
+            seconds, result = timed(lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
+            # memory from one more run: tracing slows every allocation, so it is not timed
+            traced = method.name not in UNTRACED_METHODS
+            peak = traced_peak(lambda: explain(method, model, Xn, yn))[0] if traced else None  # noqa: B023
+            done += 1
+            results[spec] = (seconds, result)
+            base = {"case": case.name, "method": spec, "n_rows": n, "seconds": seconds,
+                    "predict_seconds": predict_seconds[n],
+                    "ratio_to_predict": seconds / predict_seconds[n],
+                    "target_ratio": case.targets.get(spec, NAN), "reference": None,
+                    "reference_status": None, "reference_seconds": NAN,
+                    "reference_ratio_to_predict": NAN, "speedup": NAN,
+                    "target_speedup": case.speedup_targets.get(spec, NAN),
+                    "max_abs_diff": NAN, "max_diff_in_std": NAN, "note": None,
+                    "threads": numba.get_num_threads(), "peak_mib": NAN,
+                    "memory_ratio": NAN, "target_memory_ratio": NAN}
+            if traced:
+                base.update(peak_mib=peak / 2**20, target_memory_ratio=MEMORY_TARGET,
+                            memory_ratio=peak / (_output_bytes(result) + forest_bytes))
+            pairs = [pair for pair in case.pairs if pair.method == spec]
+            reference = case.references.get(spec)
+            if reference in results:
+                base.update(reference=reference, reference_status="ok",
+                            reference_seconds=results[reference][0],
+                            reference_ratio_to_predict=results[reference][0] / base[
+                                "predict_seconds"],
+                            speedup=results[reference][0] / seconds)
+                if spec.startswith("tree_sage[imputation=marginal"):
+                    theirs = results[reference][1]
+                    base["max_diff_in_std"] = _difference_in_std(
+                        result.values, result.std, theirs.values, theirs.std)
+            for pair in pairs:
+                step(f"{case.name}: {spec} vs {pair.tool}")
+                row = dict(base)
+                _beside_tool(row, pair, result, model, Xn, yn, method.params, repeat,
+                             tool_runs)
+                row["meets_target"] = _meets(row)
+                rows.append(row)
+                done += 1
+            if not pairs:
+                base["meets_target"] = _meets(base)
+                rows.append(base)
+    step("done")
+    return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -1,0 +1,116 @@
+"""The Method contract: one small class per importance measure.
+
+A method declares its ``name``, ``scope``, ``family``, the tasks it supports, the optional
+packages it needs and its parameters (with defaults and constraints). It implements
+``_explain(model, data, rng)`` and may implement ``skip(model, data)``. The base class
+validates parameters, times ``_explain`` alone and stamps the result.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.core.params import Param, validate_params
+from harness.core.spec import format_spec
+from harness.core.types import Importances, Scope, Task
+
+
+@dataclass
+class ExplainData:
+    """The rows a method explains (and, for methods that need them, the targets).
+
+    Built by :func:`harness.run.inputs.validate_explain_inputs`, so a method may rely on:
+    ``X`` is finite float64 of shape (n, p), n >= 1, its columns in the order the model was
+    fitted on, and ``feature_names`` names them in that order (checked against the model's
+    names wherever both sides have names); ``y`` is None (for methods that do not need it),
+    n finite float64 values for a regressor, or n labels among ``model.classes_`` (in its
+    dtype) for a classifier; ``sample_weight`` is None or n finite, non-negative float64
+    values with a positive sum.
+    """
+
+    X: np.ndarray
+    y: np.ndarray | None
+    feature_names: list[str]
+    task: Task
+    sample_weight: np.ndarray | None = None  # probabilities of an explicit distribution
+    #: Optional callback that sampling methods call with their estimated progress in [0, 1].
+    progress: Callable[[float], None] | None = None
+
+
+class Method:
+    """Base class of importance methods (see DESIGN.md, "Contracts")."""
+
+    name: ClassVar[str] = ""
+    scope: ClassVar[Scope] = "global"
+    family: ClassVar[str] = ""
+    tasks: ClassVar[tuple[str, ...]] = ("classification", "regression")
+    requires: ClassVar[tuple[str, ...]] = ()
+    needs_y: ClassVar[bool] = False
+    #: Which rows the runner gives the method: None for the run's ``explain_on`` rows (capped
+    #: by ``max_explain``), "train" for every training row in fit order (the OOB methods),
+    #: "test" for every held-out row.
+    rows: ClassVar[str | None] = None
+    parameters: ClassVar[dict[str, Param]] = {}
+    summary: ClassVar[str] = ""
+    #: pip names of ``requires`` entries whose import name differs (sage: sage-importance)
+    distributions: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, **params: Any) -> None:
+        self.params = validate_params(self.name, self.parameters, params)
+
+    def __repr__(self) -> str:
+        changed = {
+            k: v for k, v in self.params.items() if v != self.parameters[k].default
+        }
+        return format_spec(self.name, changed)
+
+    @classmethod
+    def missing_packages(cls) -> list[str]:
+        """Optional packages this method needs that cannot be imported here."""
+        return [pkg for pkg in cls.requires if importlib.util.find_spec(pkg) is None]
+
+    @classmethod
+    def install_hint(cls) -> str:
+        """``pip install ...`` for the missing optional packages."""
+        names = [cls.distributions.get(pkg, pkg) for pkg in cls.missing_packages()]
+        return f"pip install {' '.join(names)}"
+
+    @classmethod
+    def prepare(cls) -> None:
+        """One-off work that must not be timed as explain: import the optional packages,
+        compile kernels. The runner calls it once before forking cells; ``explain`` too."""
+        for package in cls.requires:
+            importlib.import_module(package)
+
+    @classmethod
+    def share(cls, model: Any) -> None:
+        """Work on a fitted model that every cell of this method on it can reuse (e.g. the
+        in-bag counts). The runner calls it once per model before forking cells."""
+
+    def skip(self, model: Any, data: ExplainData) -> str | None:
+        """Reason not to run on this cell, or None. Subclasses extend; call super()."""
+        if data.task not in self.tasks:
+            return f"{self.name} supports {', '.join(self.tasks)} only; this is {data.task}."
+        if self.needs_y and data.y is None:
+            return f"{self.name} needs the targets y of the explained rows; none were given."
+        return None
+
+    def explain(self, model: Any, data: ExplainData, rng: np.random.Generator) -> Importances:
+        """Run the method; only this call is timed."""
+        start = time.perf_counter()
+        result = self._explain(model, data, rng)
+        result.time_explain = time.perf_counter() - start
+        result.method = repr(self)
+        return result
+
+    def _explain(
+        self, model: Any, data: ExplainData, rng: np.random.Generator
+    ) -> Importances:  # pragma: no cover - interface
+        raise NotImplementedError

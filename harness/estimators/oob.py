@@ -1,0 +1,83 @@
+"""What the loss-based importances share: the loss parameter and the out-of-bag inputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.core.method import ExplainData, Method
+from harness.core.params import Options, Param
+from harness.forest.inbag import InBag, check_training_rows, inbag_of
+from harness.forest.losses import LOSSES, Loss, loss_mismatch, resolve_loss, target_codes
+from harness.forest.packed import PackedForest, as_float32_rows, pack_forest
+from harness.forest.permutations import draw_seed
+from harness.kernels.reroute.permutation import oob_permutation_pass
+
+LOSS_PARAM = Param(
+    "auto", (Options({"auto", *LOSSES}),),
+    "auto: squared_error for regression, misclassification (Breiman) for classification",
+)
+
+
+class LossMethod(Method):
+    """A method with a ``loss`` parameter that must fit the task."""
+
+    needs_y: ClassVar[bool] = True
+
+    def skip(self, model: Any, data: ExplainData) -> str | None:
+        reason = super().skip(model, data)
+        if reason is None and "loss" in self.params:
+            reason = loss_mismatch(self.params["loss"], data.task)
+        return reason
+
+    def loss(self, task: str) -> Loss:
+        return resolve_loss(self.params["loss"], task)
+
+
+@dataclass
+class OOBInputs:
+    """A forest with its training rows, checked, in the form the kernels take."""
+
+    forest: PackedForest
+    inbag: InBag
+    X32: np.ndarray
+    targets: np.ndarray  # float y, or class index as float
+
+    def kernel_forest(self) -> tuple:
+        f = self.forest
+        return f.left, f.right, f.feature, f.threshold, f.value, f.offsets, f.max_depth
+
+
+class OOBMethod(LossMethod):
+    """Base of the out-of-bag methods: they take the training rows, in fit order."""
+
+    rows: ClassVar[str | None] = "train"
+
+    @classmethod
+    def share(cls, model: Any) -> None:
+        inbag_of(model)
+        pack_forest(model)
+
+    def skip(self, model: Any, data: ExplainData) -> str | None:
+        reason = super().skip(model, data)
+        if reason is None and not getattr(model, "bootstrap", False):
+            reason = (f"{self.name} needs out-of-bag rows, but the forest was grown without "
+                      "bootstrap (ExtraTrees' default); grow it with bootstrap=True.")
+        return reason
+
+    def permutation_pass(self, inputs: OOBInputs, loss: Loss, rng: np.random.Generator,
+                         ensemble: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The shared OOB permutation pass (one seed drawn from the cell's generator, so the
+        MDA variants permute identically): per-tree loss increases and, if ``ensemble``,
+        per-row output shifts (:func:`oob_permutation_pass`)."""
+        return oob_permutation_pass(*inputs.kernel_forest(), inputs.X32, inputs.inbag.counts,
+                                    inputs.targets, loss.code, draw_seed(rng), ensemble)
+
+    def oob_inputs(self, model: Any, data: ExplainData) -> OOBInputs:
+        """Check that ``data`` holds the training rows and pack everything for the kernels."""
+        check_training_rows(model, data.X, data.y)
+        forest = pack_forest(model)
+        return OOBInputs(forest=forest, inbag=inbag_of(model), X32=as_float32_rows(data.X),
+                         targets=target_codes(model, data.y, forest.classifier))

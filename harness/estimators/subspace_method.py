@@ -1,0 +1,66 @@
+"""What ``rs`` and ``srs`` share: their parameters and the call into the tree grower."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.core.method import ExplainData, Method
+from harness.core.params import Boolean, Interval, Options, Param
+from harness.core.types import Importances
+from harness.estimators.random_subspace import SubspaceSettings, grow_subspace_trees
+
+SUBSPACE_PARAMETERS: dict[str, Param] = {
+    "n_trees": Param(200, (Interval(int, 1, None),), "T, trees grown"),
+    "q": Param(0.3, (Interval(int, 1, None), Interval(float, 0, 1, "right")),
+               "features per tree: a count, or a fraction of p (rounded, at least 1)"),
+    "max_features": Param("all", (Interval(int, 1, None), Interval(float, 0, 1, "right"),
+                                  Options({"all", "sqrt", "log2"})),
+                          "K, features tried per node among the tree's q ('all': K = q)"),
+    "probe": Param(True, (Boolean(),), "add a permuted probe column to every tree"),
+    "min_sampled": Param(5, (Interval(int, 1, None),),
+                         "L: times a feature must be sampled before it can be relevant"),
+    "beta": Param(0.95, (Interval(float, 0, 1),),
+                  "β: share of its trees in which a feature must beat the probe"),
+}
+
+
+class SubspaceMethod(Method):
+    """Base of the random-subspace selectors: they grow their own trees on the training
+    rows (the forest passed in only lends its split criterion) and return the accumulated
+    MDI, with the selected set F in ``extra``."""
+
+    scope: ClassVar[str] = "global"
+    family: ClassVar[str] = "random subspace"
+    needs_y: ClassVar[bool] = True
+    rows: ClassVar[str | None] = "train"
+
+    def alpha(self) -> float:
+        return 0.0
+
+    def settings(self, p: int, model: Any) -> SubspaceSettings:
+        q = self.params["q"]
+        q = q if isinstance(q, int) else max(1, round(q * p))
+        k = self.params["max_features"]
+        return SubspaceSettings(
+            n_trees=self.params["n_trees"], q=min(q, p),
+            max_features=None if k == "all" else k, alpha=self.alpha(),
+            min_sampled=self.params["min_sampled"], beta=self.params["beta"],
+            probe=self.params["probe"], criterion=getattr(model, "criterion", None))
+
+    def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
+        settings = self.settings(data.X.shape[1], model)
+        seed = int(rng.integers(np.iinfo(np.int32).max))
+        result = grow_subspace_trees(data.X, data.y, data.task == "classification", settings,
+                                     seed)
+        return Importances(
+            values=result.importances, scope="global", feature_names=data.feature_names,
+            unit="MDI share per tree", explains="MDI accumulated over the subspace trees",
+            extra={"selected": [bool(s) for s in result.selected],
+                   "n_selected": int(result.selected.sum()), "q": settings.q,
+                   "sampled": [int(s) for s in result.sampled],
+                   "seed": seed, "expected_trees_per_feature":
+                   math.floor(settings.n_trees * settings.q / data.X.shape[1])},
+        )

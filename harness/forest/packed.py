@@ -1,0 +1,157 @@
+"""A fitted forest packed into contiguous arrays, for the compiled kernels.
+
+Every tree's node arrays are concatenated; ``offsets[t]`` is the first node of tree ``t`` and
+child ids stay local to their tree (``-1`` marks a leaf), so tree ``t``'s node ``k`` lives at
+``offsets[t] + k``. Routing follows scikit-learn exactly: rows are cast to float32 and a row
+goes left when ``float32(x_j) <= threshold`` (the threshold is float64).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from harness.forest.sklearn import flatten_forest, is_classifier
+
+
+@dataclass
+class PackedForest:
+    """All trees of a forest as flat arrays (see the module docstring).
+
+    ``value`` has shape (total_nodes, n_values): class probabilities (rows sum to one) for a
+    classifier, the node mean for a regressor, exactly what each tree's ``predict_proba`` /
+    ``predict`` returns.
+    """
+
+    left: np.ndarray
+    right: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    value: np.ndarray
+    cover: np.ndarray  # weighted number of training samples reaching each node
+    impurity: np.ndarray  # node impurity i(t), float64 (bits for entropy)
+    offsets: np.ndarray
+    max_depth: int
+    n_features: int
+    classifier: bool
+
+    @property
+    def n_trees(self) -> int:
+        return int(self.offsets.size - 1)
+
+    @property
+    def n_values(self) -> int:
+        return int(self.value.shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the node arrays."""
+        return sum(array.nbytes for array in (self.left, self.right, self.feature,
+                                              self.threshold, self.value, self.cover,
+                                              self.impurity, self.offsets))
+
+    def tree_features(self, t: int) -> np.ndarray:
+        """Sorted features that tree ``t`` splits on."""
+        start, stop = self.offsets[t], self.offsets[t + 1]
+        features = self.feature[start:stop][self.left[start:stop] >= 0]
+        return np.unique(features)
+
+
+def pack_forest(model) -> PackedForest:
+    """Pack a fitted RF/ExtraTrees forest once; the result is cached on ``model``.
+
+    The cache lives in ``model.harness_packed_`` and is rebuilt if the forest changed size.
+    """
+    cached = getattr(model, "harness_packed_", None)
+    if isinstance(cached, PackedForest) and cached.n_trees == len(model.estimators_):
+        return cached
+    trees = flatten_forest(model)
+    sizes = np.array([tree.n_nodes for tree in trees], dtype=np.int64)
+    packed = PackedForest(
+        left=np.concatenate([tree.left for tree in trees]).astype(np.int64),
+        right=np.concatenate([tree.right for tree in trees]).astype(np.int64),
+        feature=np.concatenate([tree.feature for tree in trees]).astype(np.int64),
+        threshold=np.concatenate([tree.threshold for tree in trees]).astype(np.float64),
+        value=np.ascontiguousarray(np.concatenate([tree.value for tree in trees])),
+        cover=np.concatenate([tree.weighted_n for tree in trees]).astype(np.float64),
+        impurity=np.concatenate([tree.impurity for tree in trees]).astype(np.float64),
+        offsets=np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
+        max_depth=max(int(est.tree_.max_depth) for est in model.estimators_),
+        n_features=int(model.n_features_in_),
+        classifier=is_classifier(model),
+    )
+    model.harness_packed_ = packed
+    return packed
+
+
+def as_float32_rows(X: np.ndarray) -> np.ndarray:
+    """Rows as C-contiguous float32, the precision scikit-learn routes with."""
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
+@njit(cache=True)
+def child(left, right, feature, threshold, start, node, X32, row):
+    """The child of ``node`` (local id in the tree starting at ``start``) that ``row`` takes."""
+    at = start + node
+    if np.float64(X32[row, feature[at]]) <= threshold[at]:
+        return left[at]
+    return right[at]
+
+
+@njit(cache=True)
+def leaf_of(left, right, feature, threshold, start, X32, row):
+    """Local id of the leaf that ``row`` reaches in the tree starting at ``start``."""
+    node = 0
+    while left[start + node] != -1:
+        node = child(left, right, feature, threshold, start, node, X32, row)
+    return node
+
+
+@njit(cache=True)
+def _apply(left, right, feature, threshold, offsets, X32):
+    n, n_trees = X32.shape[0], offsets.size - 1
+    leaves = np.empty((n, n_trees), dtype=np.int64)
+    for t in range(n_trees):
+        for i in range(n):
+            leaves[i, t] = leaf_of(left, right, feature, threshold, offsets[t], X32, i)
+    return leaves
+
+
+@njit(cache=True)
+def _apply_tree(left, right, feature, threshold, start, X32):
+    leaves = np.empty(X32.shape[0], dtype=np.int64)
+    for i in range(X32.shape[0]):
+        leaves[i] = leaf_of(left, right, feature, threshold, start, X32, i)
+    return leaves
+
+
+def apply_tree(forest: PackedForest, X: np.ndarray, tree: int) -> np.ndarray:
+    """Local leaf id of every row in tree ``tree`` only, shape (n,)."""
+    return _apply_tree(forest.left, forest.right, forest.feature, forest.threshold,
+                       forest.offsets[tree], as_float32_rows(X))
+
+
+def apply_packed(forest: PackedForest, X: np.ndarray) -> np.ndarray:
+    """Local leaf id of every row in every tree, shape (n, n_trees); equals ``model.apply``."""
+    return _apply(forest.left, forest.right, forest.feature, forest.threshold, forest.offsets,
+                  as_float32_rows(X))
+
+
+@njit(cache=True)
+def _forest_output(left, right, feature, threshold, value, offsets, X32):
+    n = X32.shape[0]
+    out = np.zeros((n, value.shape[1]))
+    for t in range(offsets.size - 1):
+        for i in range(n):
+            out[i] += value[offsets[t] + leaf_of(left, right, feature, threshold, offsets[t],
+                                                 X32, i)]
+    return out / (offsets.size - 1)
+
+
+def packed_output(forest: PackedForest, X: np.ndarray) -> np.ndarray:
+    """Mean over trees of the tree outputs, (n, n_values): ``predict_proba`` / ``predict`` as
+    a column, summed in tree order, without scikit-learn's per-tree Python loop."""
+    return _forest_output(forest.left, forest.right, forest.feature, forest.threshold,
+                          forest.value, forest.offsets, as_float32_rows(X))

@@ -1,0 +1,337 @@
+"""Compiled decision-path walks: local MDI and Saabas contributions at the cost of a predict.
+
+Both decompositions credit a per-edge quantity to the feature split on at the edge's parent,
+along the path that a row takes in each tree (Sutera et al. 2021, Eq. 8; Saabas 2014):
+
+- local MDI adds ``i(t) - i(t_x)``, the impurity drop from node ``t`` to the child ``t_x``
+  that ``x`` enters, to feature ``v(t)``;
+- Saabas adds ``v(t_x) - v(t)``, the change of the node value (class probabilities or mean),
+  to feature ``v(t)``.
+
+Each row's path is walked and the terms are added in place into the output, so memory is the
+output plus the forest. Trees are visited one at a time over a block of rows (a tree's nodes
+stay in cache), four rows at a time (the walks are latency-bound). For one class per row (the
+predicted class, Sutera et al.'s default) only that class's values are carried along the
+path: the class is guessed from the first trees and the few rows whose final argmax differs
+are walked again. Blocks run in parallel; every output row is written by one thread in a
+fixed order (trees in order, edges from the root down), so neither the number of threads nor
+the interleaving changes a bit of the result, and one class equals its slice of all classes.
+
+Routing follows scikit-learn: a row goes left when ``float64(float32(x_j)) <= threshold``.
+The walks compare in float32 against the threshold rounded down to float32, which is the same
+test (for a float32 ``x``, ``x <= t`` iff ``x`` is at most the largest float32 ``<= t``) on
+half the memory.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from harness.forest.packed import PackedForest, as_float32_rows, pack_forest
+
+#: Rows of a block when every class is accumulated: the block's output stays in cache.
+WIDE_BLOCK_ROWS = 256
+#: Trees whose mean guesses the predicted class before the walk that accumulates it.
+GUESS_TREES = 8
+
+
+@dataclass
+class PathForest:
+    """A :class:`PackedForest` in the compact form the path walks read.
+
+    Ids are int32 and local to their tree; ``kids[t] = (right, left)`` so that the child is
+    ``kids[t, x <= threshold]``, an indexed load instead of an unpredictable branch;
+    ``feature`` is -1 at leaves; ``threshold`` is float32, rounded down; ``value_by_class``
+    is ``value`` transposed (n_values, n_nodes), one contiguous row per class. ``leaf_ptr``,
+    ``leaf_class`` and ``leaf_value`` hold the nonzero leaf values (CSR by node): skipping
+    exact zeros leaves every sum unchanged.
+    """
+
+    packed: PackedForest
+    kids: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    value_by_class: np.ndarray
+    leaf_ptr: np.ndarray
+    leaf_class: np.ndarray
+    leaf_value: np.ndarray
+
+
+def _round_down_float32(threshold: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        low = threshold.astype(np.float32)
+    above = low.astype(np.float64) > threshold
+    low[above] = np.nextafter(low[above], np.float32(-np.inf))
+    return low
+
+
+def compact_forest(packed: PackedForest) -> PathForest:
+    """Build the :class:`PathForest` of a packed forest."""
+    inner = packed.left >= 0
+    leaf_values = np.where(inner[:, None], 0.0, packed.value)
+    rows, classes = np.nonzero(leaf_values)
+    return PathForest(
+        packed=packed,
+        kids=np.stack([packed.right, packed.left], axis=1).astype(np.int32),
+        feature=np.where(inner, packed.feature, -1).astype(np.int32),
+        threshold=_round_down_float32(packed.threshold),
+        value_by_class=np.ascontiguousarray(packed.value.T),
+        leaf_ptr=np.concatenate(([0], np.cumsum(np.count_nonzero(leaf_values, axis=1)))),
+        leaf_class=classes.astype(np.int32),
+        leaf_value=leaf_values[rows, classes],
+    )
+
+
+def path_forest(model) -> PathForest:
+    """The compact path-walk form of a fitted forest, built once and cached on ``model``."""
+    packed = pack_forest(model)
+    cached = getattr(model, "harness_path_forest_", None)
+    if not (isinstance(cached, PathForest) and cached.packed is packed):
+        cached = compact_forest(packed)
+        model.harness_path_forest_ = cached
+    return cached
+
+
+def _block_rows(n: int, limit: int) -> int:
+    per_thread = -(-n // numba.get_num_threads())
+    return max(1, min(per_thread, limit))
+
+
+# Each step of a walk loads the node that the previous step chose, so the kernels advance four
+# rows at once, each along its own path, and finish the stragglers one at a time.
+
+
+@njit(cache=True)
+def _walk(kids, feature, threshold, q, k, sign, start, X32, out, i, node, f, accumulate):
+    """Finish row i's walk from ``node`` (split on ``f``) to its leaf, which it returns."""
+    while f >= 0:
+        child = start + kids[node, np.int64(X32[i, f] <= threshold[node])]
+        if accumulate:
+            out[i, f] += sign * (q[k, child] - q[k, node])
+        node, f = child, feature[child]
+    return node
+
+
+@njit(cache=True)
+def _walk_rows(kids, feature, threshold, q, column, sign, offsets, X32, rows, out, accumulate,
+               leaf_ptr, leaf_class, leaf_value, prediction):
+    """Walk ``rows`` down every tree of ``offsets``: add ``sign * (q[k, t_x] - q[k, t])``, with
+    ``k = column[i]``, to ``out[i, v(t)]`` (if ``accumulate``), and the nonzero leaf values
+    to ``prediction[i]`` (if it has rows)."""
+    predicting = prediction.shape[0] > 0
+    m = rows.size
+    leaves = np.empty(m, dtype=np.int64)
+    for t in range(offsets.size - 1):
+        start = offsets[t]
+        root = feature[start]
+        for r in range(0, m - m % 4, 4):
+            i, j, u, v = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
+            ki, kj, ku, kv = column[i], column[j], column[u], column[v]
+            a = b = c = d = start
+            fa = fb = fc = fd = root
+            while fa >= 0 and fb >= 0 and fc >= 0 and fd >= 0:
+                ca = start + kids[a, np.int64(X32[i, fa] <= threshold[a])]
+                cb = start + kids[b, np.int64(X32[j, fb] <= threshold[b])]
+                cc = start + kids[c, np.int64(X32[u, fc] <= threshold[c])]
+                cd = start + kids[d, np.int64(X32[v, fd] <= threshold[d])]
+                if accumulate:
+                    out[i, fa] += sign * (q[ki, ca] - q[ki, a])
+                    out[j, fb] += sign * (q[kj, cb] - q[kj, b])
+                    out[u, fc] += sign * (q[ku, cc] - q[ku, c])
+                    out[v, fd] += sign * (q[kv, cd] - q[kv, d])
+                a, b, c, d = ca, cb, cc, cd
+                fa, fb, fc, fd = feature[a], feature[b], feature[c], feature[d]
+            leaves[r] = _walk(kids, feature, threshold, q, ki, sign, start, X32, out, i, a, fa,
+                              accumulate)
+            leaves[r + 1] = _walk(kids, feature, threshold, q, kj, sign, start, X32, out, j, b,
+                                  fb, accumulate)
+            leaves[r + 2] = _walk(kids, feature, threshold, q, ku, sign, start, X32, out, u, c,
+                                  fc, accumulate)
+            leaves[r + 3] = _walk(kids, feature, threshold, q, kv, sign, start, X32, out, v, d,
+                                  fd, accumulate)
+        for r in range(m - m % 4, m):  # stragglers, one at a time
+            i = rows[r]
+            leaves[r] = _walk(kids, feature, threshold, q, column[i], sign, start, X32, out, i,
+                              start, root, accumulate)
+        if predicting:  # apart from the walk, which it would slow down
+            for r in range(m):
+                for e in range(leaf_ptr[leaves[r]], leaf_ptr[leaves[r] + 1]):
+                    prediction[rows[r], leaf_class[e]] += leaf_value[e]
+
+
+@njit(cache=True, parallel=True)
+def _path_sums(kids, feature, threshold, q, sign, offsets, X32, block):
+    """Mean over trees of Σ_{edges t -> t_x on the path of x_i, v(t) = j} sign (q[t_x] - q[t])
+    for a node quantity ``q`` of shape (1, n_nodes)."""
+    n, p = X32.shape
+    out = np.zeros((n, p))
+    column = np.zeros(n, dtype=np.int64)
+    no_ptr, no_class, no_values = np.zeros(1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0)
+    no_prediction = np.zeros((0, 1))
+    for b in prange((n + block - 1) // block):
+        rows = np.arange(b * block, min(n, (b + 1) * block))
+        _walk_rows(kids, feature, threshold, q, column, sign, offsets, X32, rows, out, True,
+                   no_ptr, no_class, no_values, no_prediction)
+    out /= offsets.size - 1
+    return out
+
+
+@njit(cache=True)
+def _argmax_rows(prediction, rows, chosen):
+    for i in rows:  # np.argmax: the first of equal maxima
+        best = 0
+        for k in range(1, prediction.shape[1]):
+            if prediction[i, k] > prediction[i, best]:
+                best = k
+        chosen[i] = best
+
+
+@njit(cache=True, parallel=True)
+def _saabas_class(kids, feature, threshold, value_by_class, leaf_ptr, leaf_class, leaf_value,
+                  offsets, X32, output, guess_trees, block):
+    """Saabas contributions to one class per row: ``output``, or the predicted class if -1.
+
+    The predicted class is known only after the last tree, so it is guessed from the first
+    ``guess_trees`` trees; one walk then adds the guessed class's value changes and the leaf
+    values, and the rows whose final argmax differs from the guess are walked again.
+    """
+    n, p = X32.shape
+    width = value_by_class.shape[0]
+    n_trees = offsets.size - 1
+    out = np.zeros((n, p))
+    prediction = np.zeros((n, width))
+    chosen = np.full(n, output, dtype=np.int64)
+    no_prediction = np.zeros((0, width))
+    for b in prange((n + block - 1) // block):
+        rows = np.arange(b * block, min(n, (b + 1) * block))
+        if output == -1:
+            _walk_rows(kids, feature, threshold, value_by_class, chosen, 1.0,
+                       offsets[:guess_trees + 1], X32, rows, out, False, leaf_ptr, leaf_class,
+                       leaf_value, prediction)
+            _argmax_rows(prediction, rows, chosen)
+            prediction[rows[0]:rows[-1] + 1] = 0.0
+        guess = chosen[rows].copy()
+        _walk_rows(kids, feature, threshold, value_by_class, chosen, 1.0, offsets, X32, rows,
+                   out, True, leaf_ptr, leaf_class, leaf_value, prediction)
+        prediction[rows[0]:rows[-1] + 1] /= n_trees
+        if output == -1:
+            _argmax_rows(prediction, rows, chosen)
+            wrong = rows[chosen[rows] != guess]
+            out[wrong] = 0.0
+            _walk_rows(kids, feature, threshold, value_by_class, chosen, 1.0, offsets, X32,
+                       wrong, out, True, leaf_ptr, leaf_class, leaf_value, no_prediction)
+    out /= n_trees
+    return out, prediction, chosen
+
+
+@njit(cache=True, parallel=True)
+def _saabas_all(kids, feature, threshold, value, offsets, X32, block):
+    """Saabas contributions to every class: the full value change along every edge."""
+    n, p = X32.shape
+    width = value.shape[1]
+    n_trees = offsets.size - 1
+    out = np.zeros((n, p, width))
+    prediction = np.zeros((n, width))
+    for b in prange((n + block - 1) // block):
+        for t in range(n_trees):
+            start = offsets[t]
+            for i in range(b * block, min(n, (b + 1) * block)):
+                node = start
+                f = feature[node]
+                while f >= 0:
+                    child = start + kids[node, np.int64(X32[i, f] <= threshold[node])]
+                    for k in range(width):
+                        out[i, f, k] += value[child, k] - value[node, k]
+                    node, f = child, feature[child]
+                for k in range(width):
+                    prediction[i, k] += value[node, k]
+    out /= n_trees
+    prediction /= n_trees
+    return out, prediction
+
+
+def local_mdi_paths(forest: PathForest, X: np.ndarray) -> np.ndarray:
+    """Local MDI of every row: mean over trees of the impurity drops on its path, per feature.
+
+    Imp(X_m, x) = 1/N_T Σ_T Σ_{t ∋ x, v(t) = m} [i(t) - i(t_x)] (Sutera et al. 2021,
+    Definition 1, Eq. 8), unweighted by node sizes.
+
+    Parameters
+    ----------
+    forest : PathForest
+    X : array-like of shape (n, p)
+
+    Returns
+    -------
+    ndarray of shape (n, p)
+    """
+    X32 = as_float32_rows(X)
+    packed = forest.packed
+    return _path_sums(forest.kids, forest.feature, forest.threshold, packed.impurity[None, :],
+                      -1.0, packed.offsets, X32, _block_rows(X32.shape[0], X32.shape[0]))
+
+
+def saabas_paths(forest: PathForest, X: np.ndarray,
+                 output: int = -2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Saabas contributions and bias of every row (and the prediction, for classifiers).
+
+    φ_j(x) = 1/M Σ_T Σ_{t ∋ x, v(t) = j} [v(t_x) - v(t)] and bias = 1/M Σ_T v(root_T), so that
+    bias + Σ_j φ_j(x) = f(x), the forest's ``predict_proba`` / ``predict`` (Saabas 2014;
+    Lundberg et al. 2020, "Saabas").
+
+    Parameters
+    ----------
+    forest : PathForest
+    X : array-like of shape (n, p)
+    output : int
+        Classifiers: -2 for every class, -1 for each row's predicted class, or a class index.
+        Ignored for regressors.
+
+    Returns
+    -------
+    contributions : ndarray of shape (n, p, n_classes) for every class, else (n, p)
+    prediction : ndarray of shape (n, n_classes), or None for a regressor
+        Mean over trees of the leaf values (in tree order), what ``predict_proba`` returns.
+    bias : ndarray of shape (n_classes,) for every class, else (n,)
+        The mean root value (of each row's class).
+    """
+    packed = forest.packed
+    X32 = as_float32_rows(X)
+    n = X32.shape[0]
+    bias = packed.value[packed.offsets[:-1]].sum(axis=0) / packed.n_trees
+    if not packed.classifier:
+        contributions = _path_sums(forest.kids, forest.feature, forest.threshold,
+                                   forest.value_by_class, 1.0, packed.offsets, X32,
+                                   _block_rows(n, n))
+        return contributions, None, np.full(n, bias[0])
+    if output == -2:
+        contributions, prediction = _saabas_all(
+            forest.kids, forest.feature, forest.threshold, packed.value, packed.offsets, X32,
+            _block_rows(n, WIDE_BLOCK_ROWS))
+        return contributions, prediction, bias
+    contributions, prediction, chosen = _saabas_class(
+        forest.kids, forest.feature, forest.threshold, forest.value_by_class, forest.leaf_ptr,
+        forest.leaf_class, forest.leaf_value, packed.offsets, X32, output,
+        min(GUESS_TREES, packed.n_trees), _block_rows(n, n))
+    return contributions, prediction, bias[chosen]
+
+
+@functools.cache
+def compile_kernels() -> None:
+    """Compile (or load from numba's cache) every walk on a stump, once per process."""
+    stump = PackedForest(
+        left=np.array([1, -1, -1]), right=np.array([2, -1, -1]), feature=np.array([0, -2, -2]),
+        threshold=np.array([0.5, -2.0, -2.0]), value=np.full((3, 2), 0.5), cover=np.ones(3),
+        impurity=np.zeros(3), offsets=np.array([0, 3]), max_depth=1, n_features=1,
+        classifier=True)
+    forest, X = compact_forest(stump), np.array([[0.0], [1.0]])
+    local_mdi_paths(forest, X)
+    for output in (-2, -1):
+        saabas_paths(forest, X, output)
+    stump.classifier, stump.value = False, np.full((3, 1), 0.5)
+    saabas_paths(compact_forest(stump), X)

@@ -1,0 +1,186 @@
+"""Compiled projected-tree predictions of Sobol-MDA (Bénard, Da Veiga, Scornet 2022).
+
+The tree projected along feature j ignores its splits on j. A row whose path first meets j at
+node u is dropped from u level by level: a split on j sends it to both children, any other
+split to the child it takes. At level k the row's *key* is the set of leaves reached so far
+plus the frontier of nodes pushed for the next level (children are pushed before anyone
+looks whether they are leaves, so the last key with a non-empty frontier is exactly the set
+of reached leaves: the row's projected cell). The cell's value is not read from the reached
+leaves (their union is larger than the cell): the in-bag rows are dropped the same way, and
+the value is the in-bag-count-weighted mean of the targets of the in-bag rows that share the
+key.
+
+Fallback, as in the reference C++ of the ranger ``sobol-mda`` fork (``predictProjectedTree``):
+if no in-bag row shares the row's key at some level, the row takes the deepest level whose key
+some in-bag row shares. Keys at successive levels are nested (a key determines the keys above
+it), so this is the last level before the first miss. Level 0 is ``{u}``, which every in-bag
+row through u shares, so a value always exists.
+
+Keys are sets of node ids hashed as sums of 64-bit node hashes (a collision needs two distinct
+node sets with equal 64-bit sums: probability about 2**-64 per pair; sets at different levels
+differ in the depth of their frontier). They are looked up in an open-addressing table that
+is reset per (tree, feature) by a generation stamp.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from harness.forest.packed import child
+from harness.forest.permutations import GOLDEN64, MUL64_B, mix64
+from harness.kernels.reroute.permutation import path_pairs
+
+
+@njit(cache=True)
+def node_hash(node):
+    """64-bit hash of a packed node id; a set of nodes is keyed by the sum of its hashes."""
+    return mix64(np.uint64(node) * GOLDEN64 + MUL64_B)
+
+
+@njit(cache=True)
+def _level_keys(left, right, feature, threshold, start, X32, row, u, j, cur, nxt, keys):
+    """Keys of ``row``'s projected descent from ``u`` along ``j``.
+
+    Writes the key of every level whose frontier is not empty into ``keys`` (level 0 is
+    ``{u}``; the last one is the set of reached leaves) and returns how many there are.
+    """
+    cur[0] = u
+    size = 1
+    keys[0] = node_hash(start + u)
+    n_levels = 1
+    leaves_key = np.uint64(0)
+    while True:
+        n_next = 0
+        next_key = np.uint64(0)
+        for q in range(size):
+            node = cur[q]
+            at = start + node
+            if left[at] == -1:
+                leaves_key += node_hash(at)
+            elif feature[at] == j:
+                nxt[n_next] = left[at]
+                nxt[n_next + 1] = right[at]
+                n_next += 2
+                next_key += node_hash(start + left[at]) + node_hash(start + right[at])
+            else:
+                taken = child(left, right, feature, threshold, start, node, X32, row)
+                nxt[n_next] = taken
+                n_next += 1
+                next_key += node_hash(start + taken)
+        if n_next == 0:
+            return n_levels
+        keys[n_levels] = leaves_key + next_key
+        n_levels += 1
+        cur, nxt = nxt, cur
+        size = n_next
+
+
+@njit(cache=True)
+def table_slot(table_keys, table_stamp, generation, key, mask):
+    """Open-addressing slot of ``key``: its own, or the first one not stamped with
+    ``generation`` (a table is reset by bumping the generation)."""
+    at = np.int64(key & np.uint64(mask))
+    while table_stamp[at] == generation and table_keys[at] != key:
+        at = (at + 1) & mask
+    return at
+
+
+@njit(cache=True)
+def projected_oob_shift(left, right, feature, threshold, value, offsets, max_depth, X32,
+                        counts, targets):
+    """Sum over each row's OOB trees of (projected output - tree output), per feature.
+
+    Parameters
+    ----------
+    targets : ndarray (n, n_values)
+        The regression target as a column, or the one-hot classes (projected class
+        probabilities are count-weighted class frequencies, like the leaves' values).
+
+    Returns
+    -------
+    shift : ndarray (n, p, n_values)
+        Rows whose path in a tree never meets j get no shift from that tree.
+    """
+    n, p = X32.shape
+    n_trees = offsets.size - 1
+    n_values = value.shape[1]
+    shift = np.zeros((n, p, n_values))
+    largest = 1
+    for t in range(n_trees):
+        largest = max(largest, offsets[t + 1] - offsets[t])
+    cur = np.empty(largest + 2, dtype=np.int64)
+    nxt = np.empty(largest + 2, dtype=np.int64)
+    keys = np.empty(max_depth + 2, dtype=np.uint64)
+    capacity = 1024
+    table_keys = np.empty(capacity, dtype=np.uint64)
+    table_stamp = np.zeros(capacity, dtype=np.int64)
+    table_weight = np.empty(capacity)
+    table_sum = np.empty((capacity, n_values))
+    generation = 0
+    in_rows = np.empty(n, dtype=np.int64)
+    out_rows = np.empty(n, dtype=np.int64)
+    for t in range(n_trees):
+        start = offsets[t]
+        n_in = 0
+        n_out = 0
+        for i in range(n):
+            if counts[i, t] > 0:
+                in_rows[n_in] = i
+                n_in += 1
+            else:
+                out_rows[n_out] = i
+                n_out += 1
+        if n_out == 0:
+            continue
+        rows_in, rows_out = in_rows[:n_in], out_rows[:n_out]
+        span = max_depth + 1
+        _, in_row, in_node, in_order, in_bucket = path_pairs(
+            left, right, feature, threshold, start, X32, rows_in, p, n_in * span)
+        out_leaf, out_row, out_node, out_order, out_bucket = path_pairs(
+            left, right, feature, threshold, start, X32, rows_out, p, n_out * span)
+        for j in range(p):
+            if out_bucket[j + 1] == out_bucket[j]:
+                continue
+            needed = 2 * (in_bucket[j + 1] - in_bucket[j]) * (max_depth + 2)
+            if needed > capacity:
+                while capacity < needed:
+                    capacity *= 2
+                table_keys = np.empty(capacity, dtype=np.uint64)
+                table_stamp = np.zeros(capacity, dtype=np.int64)
+                table_weight = np.empty(capacity)
+                table_sum = np.empty((capacity, n_values))
+                generation = 0
+            generation += 1
+            mask = capacity - 1
+            for k in in_order[in_bucket[j]:in_bucket[j + 1]]:
+                row = rows_in[in_row[k]]
+                weight = np.float64(counts[row, t])
+                n_levels = _level_keys(left, right, feature, threshold, start, X32, row,
+                                       in_node[k], j, cur, nxt, keys)
+                for level in range(n_levels):
+                    at = table_slot(table_keys, table_stamp, generation, keys[level], mask)
+                    if table_stamp[at] != generation:
+                        table_stamp[at] = generation
+                        table_keys[at] = keys[level]
+                        table_weight[at] = 0.0
+                        table_sum[at, :] = 0.0
+                    table_weight[at] += weight
+                    for c in range(n_values):
+                        table_sum[at, c] += weight * targets[row, c]
+            for k in out_order[out_bucket[j]:out_bucket[j + 1]]:
+                a = out_row[k]
+                row = rows_out[a]
+                n_levels = _level_keys(left, right, feature, threshold, start, X32, row,
+                                       out_node[k], j, cur, nxt, keys)
+                chosen = -1
+                for level in range(n_levels):
+                    at = table_slot(table_keys, table_stamp, generation, keys[level], mask)
+                    if table_stamp[at] != generation:
+                        break
+                    chosen = at
+                leaf = start + out_leaf[a]
+                mass = table_weight[chosen]
+                for c in range(n_values):
+                    shift[row, j, c] += table_sum[chosen, c] / mass - value[leaf, c]
+    return shift

@@ -1,0 +1,353 @@
+"""Compiled coalition curves of tree SAGE, path-dependent imputation.
+
+SAGE (Covert, Lundberg, Lee 2020) averages, over rows (x, y) and feature permutations π, the
+loss drops ℓ(f_{S_{k-1}}(x), y) − ℓ(f_{S_k}(x), y), where S_k holds the first k features of
+π. A model-agnostic estimator imputes each of the p + 1 coalitions separately. For a tree
+the coalitions along π are nested, so all p + 1 values come from one pass (feature j enters
+at step k = rank(j) + 1). Steps k = 0, 1 come from :mod:`harness.kernels.sage.tables`, so the
+tree walks serve k >= 2 only.
+
+Path-dependent imputation (E[f(X) | x_S] by node covers, as TreeSHAP's path-dependent
+mode): a node split on a feature outside S sends x to both children, weighted by their
+cover fractions; inside S, to x's child. The weight of a node is a function of k: an
+ancestor on x's side multiplies it by its cover fraction for k <= rank, by 1 after; an
+ancestor on the other side by its cover fraction for k <= rank and by 0 after. And while
+no feature of S_k is split on inside a node's subtree (k <= the subtree's smallest rank,
+read from the subtree's feature bit set through small per-permutation tables), the
+subtree's expectation is the node's own value, so the walk stops there for those k and
+descends only for the larger ones. A child that is a leaf, or a twig (a split whose
+children are both leaves), is finished at its parent instead of being visited.
+Up to ``PAIRS_PER_WALK`` (row, permutation) pairs (fewer for deep trees with many
+features or for small forests, within ``GROUP_BYTES``) walk a tree together, depth first:
+a node holds the list of pairs that reach it, each with its weights over k = 2, ..., p − 1
+as a dense row of lanes (vectorised arithmetic, zero outside the k that reach the node);
+k = p (f(x) itself) is collected where x's own path ends. Node data is loaded once for the
+whole list and the per-pair work has few branches.
+
+The kernel returns the forest's curve (mean over trees) of one output column per (row,
+permutation) pair: the true class's probability for cross-entropy, the regression value
+for squared error. Routing follows scikit-learn (float32 inputs, ``x <= threshold``). Pairs
+are split into groups processed in parallel (numba ``prange``); each pair's curve is
+accumulated in a fixed order (trees, then depth first) that does not depend on the other
+pairs of its group, so the results do not depend on the number of threads.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from harness.kernels.sage.tables import table_value
+
+PAIRS_PER_WALK = 128  # at most this many pairs walk a tree together (one parallel item)
+GROUP_BYTES = 2**19  # and their lanes of weights take at most this much (all depths)
+LANE_BLOCK = 8  # lanes (coalition steps k = 2, ..., p - 1) are padded to a multiple of this
+INTERNAL, LEAF, TWIG = 0, 1, 2  # kinds of children; leaves and twigs end at their parent
+
+
+@njit(cache=True)
+def _lane_count(p):
+    """Lanes for k = 2, ..., p − 1, padded to a multiple of LANE_BLOCK (at least one block)."""
+    return LANE_BLOCK * max(1, (p - 2 + LANE_BLOCK - 1) // LANE_BLOCK)
+
+
+@njit(cache=True)
+def _chunk_width(p):
+    """Bits per chunk of a feature bit set: p features in ceil(p / 8) chunks of equal width
+    (at most 8), so that the rank tables stay small (2 x 32 entries for p = 10)."""
+    n_chunks = (p + 7) // 8
+    return (p + n_chunks - 1) // n_chunks
+
+
+@njit(cache=True)
+def _rank_tables(rank, tables):
+    """tables[b, m]: the smallest rank among the features set in value m of chunk b of a
+    feature bit set (chunk b holds features w b, ..., w b + w − 1), p if none."""
+    p = rank.size
+    width = _chunk_width(p)
+    for b in range(tables.shape[0]):
+        tables[b, 0] = p
+        for i in range(width):
+            j = width * b + i
+            r = rank[j] if j < p else p
+            for m in range(1 << i, 2 << i):
+                tables[b, m] = min(r, tables[b, m - (1 << i)])
+
+
+@njit(cache=True)
+def _mask_chunks(masks, at, width, chunks):
+    """Split the feature bit set of node ``at`` into chunks of ``width`` bits (no chunk
+    straddles two words: with more than 64 features the width is 8)."""
+    whole = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
+    for b in range(chunks.size):
+        bit = width * b
+        chunks[b] = (masks[at, bit >> 6] >> np.uint64(bit & 63)) & whole
+
+
+@njit(cache=True)
+def _prepare_pairs(X32, rows, perms, columns, first, pairs):
+    """Per pair of the group starting at ``first``: its row, the rank of every feature in its
+    permutation, its rank tables and its output column."""
+    xs, ranks, rank_tables, cols = pairs
+    for q in range(xs.shape[0]):
+        for k in range(perms.shape[1]):
+            ranks[q, perms[first + q, k]] = k
+            xs[q, k] = X32[rows[first + q], k]
+        _rank_tables(ranks[q], rank_tables[q])
+        cols[q] = columns[first + q]
+
+
+@njit(cache=True, inline='always')
+def _kind(left, right, start, at):
+    """LEAF, TWIG (a split whose children are both leaves) or INTERNAL."""
+    if left[at] == -1:
+        return LEAF
+    if left[start + left[at]] == -1 and left[start + right[at]] == -1:
+        return TWIG
+    return INTERNAL
+
+
+@njit(cache=True, inline='always')
+def _probe(tree, start, at, kind_l, kind_r, pairs, work, src, cnt):
+    """First pass over the pairs listed at internal node ``at``: the smallest rank split on in
+    its subtree (scratch row 0), the rank of its feature and whether x goes left (rows 1, 2),
+    and the same two for twig children (rows 3, 4 left; 5, 6 right)."""
+    left, right, feature, threshold, value, fraction, masks = tree
+    xs, ranks, rank_tables, cols = pairs
+    ids, lows, reaches, rows, counts, scratch, chunks = work
+    n_chunks = chunks.size
+    _mask_chunks(masks, at, _chunk_width(ranks.shape[1]), chunks)
+    j, cut = feature[at], threshold[at]
+    left_at, right_at = start + left[at], start + right[at]
+    j_l, cut_l = feature[left_at], threshold[left_at]
+    j_r, cut_r = feature[right_at], threshold[right_at]
+    chunk_0, chunk_1 = chunks[0], chunks[min(1, n_chunks - 1)]
+    for s in range(cnt):
+        q = ids[src, s]
+        lowest = min(np.int64(rank_tables[q, 0, chunk_0]),
+                     np.int64(rank_tables[q, min(1, n_chunks - 1), chunk_1]))
+        for b in range(2, n_chunks):
+            lowest = min(lowest, np.int64(rank_tables[q, b, chunks[b]]))
+        scratch[0, s] = lowest
+        scratch[1, s] = ranks[q, j]
+        scratch[2, s] = xs[q, j] <= cut
+        if kind_l == TWIG:
+            scratch[3, s] = ranks[q, j_l]
+            scratch[4, s] = xs[q, j_l] <= cut_l
+        if kind_r == TWIG:
+            scratch[5, s] = ranks[q, j_r]
+            scratch[6, s] = xs[q, j_r] <= cut_r
+
+
+@njit(cache=True, inline='always')
+def _route(tree, start, at, kind_l, kind_r, pairs, work, src, cnt, dst, lanes, full):
+    """Second pass at internal node ``at``: add what ends here (the node's value for
+    k <= lowest, finished children for larger k) and list the pairs that go on into
+    internal children in slots dst (left) and dst + 1 (right).
+
+    Written out in one function: numba's inlining of helpers with branches here made the
+    loop several times slower.
+    """
+    left, right, feature, threshold, value, fraction, masks = tree
+    xs, ranks, rank_tables, cols = pairs
+    ids, lows, reaches, rows, counts, scratch, chunks = work
+    p = ranks.shape[1]
+    left_at, right_at = start + left[at], start + right[at]
+    c_l, c_r = fraction[left_at], fraction[right_at]
+    n_l = 0
+    n_r = 0
+    for s in range(cnt):
+        q, low, reach = ids[src, s], lows[src, s], reaches[src, s]
+        lowest, r, x_left = scratch[0, s], scratch[1, s], scratch[2, s] != 0
+        below = max(low, lowest + 1)  # the steps that go on below this node
+        reach_l = reach if x_left else min(reach, r)
+        reach_r = min(reach, r) if x_left else reach
+        fill_l = 1.0 if x_left else 0.0  # weight factor after the split joins S_k
+        fill_r = 1.0 - fill_l
+        stop, split = lowest - 2, r - 2  # as lanes: lane i is step k = i + 2
+        if lowest >= low or (kind_l != INTERNAL and reach_l >= below) or (
+                kind_r != INTERNAL and reach_r >= below):
+            # a finished child's expectation is `own` while its split feature is outside
+            # S_k (lanes <= last) and `then` (x's leaf) after; an internal child's is 0 here
+            column = cols[q]
+            own_l = 0.0
+            then_l = 0.0
+            last_l = -1
+            if kind_l != INTERNAL:
+                own_l = value[left_at, column]
+                then_l = own_l
+            if kind_l == TWIG:
+                leaf = left[left_at] if scratch[4, s] != 0 else right[left_at]
+                then_l = value[start + leaf, column]
+                last_l = scratch[3, s] - 2
+            own_r = 0.0
+            then_r = 0.0
+            last_r = -1
+            if kind_r != INTERNAL:
+                own_r = value[right_at, column]
+                then_r = own_r
+            if kind_r == TWIG:
+                leaf = left[right_at] if scratch[6, s] != 0 else right[right_at]
+                then_r = value[start + leaf, column]
+                last_r = scratch[5, s] - 2
+            v = value[at, column]
+            for i in range(rows.shape[2]):
+                e_l = own_l if i <= last_l else then_l
+                e_r = own_r if i <= last_r else then_r
+                gain = v if i <= stop else (
+                    c_l * e_l + c_r * e_r if i <= split else fill_l * e_l + fill_r * e_r)
+                lanes[q, i] += gain * rows[src, s, i]
+            if reach == p:  # x's own path ends in a finished child: f(x), step k = p
+                full[q] += fill_l * then_l + fill_r * then_r
+        # child weights: 0 for lanes <= stop, times the cover fraction up to lane split
+        # (the split's feature outside S_k), then 1 on x's side and 0 on the other
+        if kind_l == INTERNAL:
+            for i in range(rows.shape[2]):
+                rows[dst, n_l, i] = rows[src, s, i] * (
+                    0.0 if i <= stop else (c_l if i <= split else fill_l))
+            ids[dst, n_l], lows[dst, n_l], reaches[dst, n_l] = q, below, reach_l
+            n_l += reach_l >= below  # kept only if it reaches some step
+        if kind_r == INTERNAL:
+            for i in range(rows.shape[2]):
+                rows[dst + 1, n_r, i] = rows[src, s, i] * (
+                    0.0 if i <= stop else (c_r if i <= split else fill_r))
+            ids[dst + 1, n_r], lows[dst + 1, n_r], reaches[dst + 1, n_r] = q, below, reach_r
+            n_r += reach_r >= below
+    counts[dst] = n_l
+    counts[dst + 1] = n_r
+
+
+@njit(cache=True)
+def _walk_tree(tree, start, pairs, work, stack, lanes, full):
+    """Add tree ``start``'s terms for k >= 2 of every pair of the group (see module docs).
+
+    The pairs listed at a node of depth d sit in slot 2d or 2d + 1 (left or right child);
+    a slot is rewritten only once its node's subtree is done.
+    """
+    left, right, feature, threshold, value, fraction, masks = tree
+    xs, ranks, rank_tables, cols = pairs
+    ids, lows, reaches, rows, counts, scratch, chunks = work
+    stack_node, stack_slot, stack_depth = stack
+    n_q, p = ranks.shape
+    if left[start] == -1:  # a single leaf: every coalition gives its value
+        for q in range(n_q):
+            full[q] += value[start, cols[q]]
+            for i in range(p - 2):
+                lanes[q, i] += value[start, cols[q]]
+        return
+    for s in range(n_q):
+        ids[0, s], lows[0, s], reaches[0, s] = s, 2, p
+        for i in range(rows.shape[2]):
+            rows[0, s, i] = 1.0 if i < p - 2 else 0.0
+    counts[0] = n_q
+    stack_node[0], stack_slot[0], stack_depth[0] = 0, 0, 0
+    top = 1
+    while top > 0:
+        top -= 1
+        at, src, depth = start + stack_node[top], stack_slot[top], stack_depth[top]
+        kind_l = _kind(left, right, start, start + left[at])
+        kind_r = _kind(left, right, start, start + right[at])
+        dst = 2 * (depth + 1)
+        _probe(tree, start, at, kind_l, kind_r, pairs, work, src, counts[src])
+        _route(tree, start, at, kind_l, kind_r, pairs, work, src, counts[src], dst, lanes,
+               full)
+        for side in range(2):
+            if counts[dst + 1 - side] > 0:
+                stack_node[top] = right[at] if side == 0 else left[at]
+                stack_slot[top] = dst + 1 - side
+                stack_depth[top] = depth + 1
+                top += 1
+
+
+@njit(cache=True)
+def _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, first, last,
+                table_type, curves):
+    """Curves of pairs first, ..., last − 1: k = 0 and 1 from the root and the singleton
+    tables, k >= 2 from walks of every tree; written to ``curves`` (mean over trees)."""
+    value = tree[4]
+    n_q, p = last - first, perms.shape[1]
+    n_trees = offsets.size - 1
+    pairs = (np.empty((n_q, p)), np.empty((n_q, p), dtype=np.int64),
+             np.empty((n_q, (p + 7) // 8, 1 << _chunk_width(p)), dtype=table_type.dtype),
+             np.empty(n_q, dtype=np.int64))
+    _prepare_pairs(X32, rows, perms, columns, first, pairs)
+    xs, cols = pairs[0], pairs[3]
+    n_slots = 2 * (max_depth + 2)
+    work = (np.empty((n_slots, n_q), dtype=np.int64), np.empty((n_slots, n_q), dtype=np.int64),
+            np.empty((n_slots, n_q), dtype=np.int64), np.empty((n_slots, n_q, _lane_count(p))),
+            np.zeros(n_slots, dtype=np.int64), np.empty((7, n_q), dtype=np.int64),
+            np.empty((p + 7) // 8, dtype=np.uint64))
+    size = 2 * max_depth + 4
+    stack = (np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
+             np.empty(size, dtype=np.int64))
+    lanes = np.zeros((n_q, _lane_count(p)))
+    full = np.zeros(n_q)
+    for t in range(n_trees):
+        start = offsets[t]
+        for q in range(n_q):
+            first_feature = perms[first + q, 0]
+            curves[first + q, 0] += value[start, cols[q]]
+            curves[first + q, 1] += table_value(tables, t * p + first_feature,
+                                                 xs[q, first_feature], cols[q])
+        if p >= 2:
+            _walk_tree(tree, start, pairs, work, stack, lanes, full)
+    for q in range(n_q):
+        for k in range(2, p):
+            curves[first + q, k] = lanes[q, k - 2]
+        if p >= 2:
+            curves[first + q, p] = full[q]
+        for k in range(p + 1):
+            curves[first + q, k] /= n_trees
+
+
+@njit(cache=True, parallel=True)
+def _path_dependent_kernel(tree, offsets, max_depth, X32, rows, perms, columns, tables,
+                           table_type, group_size):
+    n_pairs, p = perms.shape
+    curves = np.zeros((n_pairs, p + 1))
+    n_groups = (n_pairs + group_size - 1) // group_size
+    for group in prange(n_groups):
+        first = group * group_size
+        last = min(n_pairs, first + group_size)
+        _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, first, last,
+                    table_type, curves)
+    return curves
+
+
+def path_dependent_curves(left: np.ndarray, right: np.ndarray, feature: np.ndarray,
+                          threshold: np.ndarray, value: np.ndarray, fraction: np.ndarray,
+                          offsets: np.ndarray, max_depth: int, X32: np.ndarray,
+                          rows: np.ndarray, perms: np.ndarray, columns: np.ndarray,
+                          tables: tuple, masks: np.ndarray) -> np.ndarray:
+    """Coalition curves with path-dependent imputation, shape (n_pairs, p + 1).
+
+    Parameters
+    ----------
+    fraction : ndarray
+        Each node's cover over its parent's (:func:`cover_fractions`).
+    tables : tuple
+        Output of :func:`singleton_tables` (k = 1 is read from them).
+    masks : ndarray
+        Output of :func:`subtree_masks`.
+    rows, perms, columns : ndarray
+        Pair q explains row ``rows[q]`` along permutation ``perms[q]`` and returns the curve
+        of output column ``columns[q]``.
+    """
+    p = perms.shape[1]
+    n_chunks = (p + 7) // 8
+    entries = n_chunks << -(-p // n_chunks)  # rank table entries per pair (_chunk_width)
+    # 8-byte entries while a pair's tables fit a cache line or so (p = 10: 2 x 32), then
+    # bytes (measured: faster on Friedman #1 and on digits respectively)
+    table_type = np.empty(0, dtype=np.int64 if entries <= 64 else np.uint8 if p < 255
+                          else np.uint16)
+    tree = (left, right, feature, threshold, value, fraction, masks)
+    # measured: larger groups load each node for more pairs (Friedman #1: 128 pairs 2.4x
+    # faster than 16); the bound keeps the lanes of the groups in flight within a cache-sized
+    # buffer each and, together, within a quarter of the forest's node arrays
+    forest_bytes = sum(a.nbytes for a in (left, right, feature, threshold, value, fraction))
+    budget = min(GROUP_BYTES, forest_bytes // (4 * numba.get_num_threads()))
+    pair_bytes = 2 * (max_depth + 2) * _lane_count(p) * 8
+    group_size = int(np.clip(budget // pair_bytes, 32, PAIRS_PER_WALK))
+    return _path_dependent_kernel(tree, offsets, max_depth, X32, rows, perms, columns,
+                                  tables, table_type, group_size)

@@ -1,0 +1,204 @@
+"""Per-forest tables of tree SAGE, built once per forest (and background set).
+
+SAGE (Covert, Lundberg, Lee 2020) averages, over rows (x, y) and feature permutations π, the
+loss drops ℓ(f_{S_{k-1}}(x), y) − ℓ(f_{S_k}(x), y), where S_k holds the first k features of
+π. A model-agnostic estimator imputes each of the p + 1 coalitions separately. For a tree
+the coalitions along π are nested, so all p + 1 values come from one pass (feature j enters
+at step k = rank(j) + 1). Steps k = 0 and k = 1 need no walk: the tree's mean output under the
+imputation is a constant, and f_{{j}}(x) is a step function of x_j per tree and feature,
+constant between consecutive thresholds of j in the tree. This module builds those step
+functions for the path-dependent imputation (the marginal ones are in
+:mod:`harness.kernels.sage.marginal`), reads them for every row (the control variates of
+:mod:`harness.estimators.sage`), and the per-node data of the path-dependent walk (cover
+fractions, subtree feature bit sets).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+
+def cover_fractions(left: np.ndarray, right: np.ndarray, cover: np.ndarray,
+                    offsets: np.ndarray) -> np.ndarray:
+    """Each node's cover divided by its parent's (1 at the roots), for a packed forest."""
+    fraction = np.ones_like(cover)
+    for t in range(offsets.size - 1):
+        start = offsets[t]
+        internal = np.flatnonzero(left[start:offsets[t + 1]] >= 0) + start
+        for children in (left[internal] + start, right[internal] + start):
+            fraction[children] = cover[children] / cover[internal]
+    return fraction
+
+
+@njit(cache=True)
+def subtree_masks(left, right, feature, offsets, n_features):
+    """Bit set of the features split on in each node's subtree, (total_nodes, words) uint64.
+
+    Feature j is bit j % 64 of word j // 64. Children have larger ids than their parent
+    within a tree, so one backward pass per tree fills it.
+    """
+    words = (n_features + 63) // 64
+    masks = np.zeros((offsets[-1], words), dtype=np.uint64)
+    for t in range(offsets.size - 1):
+        start = offsets[t]
+        for node in range(offsets[t + 1] - 1, start - 1, -1):
+            if left[node] == -1:
+                continue
+            j = feature[node]
+            masks[node, j >> 6] |= np.uint64(1) << np.uint64(j & 63)
+            for w in range(words):
+                masks[node, w] |= masks[start + left[node], w] | masks[start + right[node], w]
+    return masks
+
+
+@njit(cache=True)
+def tree_cuts(left, feature, threshold, offsets, n_features):
+    """Sorted thresholds of every (tree t, feature j), row-major over index t * p + j.
+
+    Returns ``(cuts, cut_start, step_start)``: the cuts of (t, j) are
+    ``cuts[cut_start[index]:cut_start[index + 1]]``, and a step function over the intervals
+    (−inf, c_0], (c_0, c_1], ..., (c_last, inf) takes rows
+    ``step_start[index]:step_start[index + 1]`` of a steps table; x_j lies in interval
+    ``searchsorted(cuts of (t, j), x_j)``.
+    """
+    n_trees = offsets.size - 1
+    p = n_features
+    cut_start = np.zeros(n_trees * p + 1, dtype=np.int64)
+    step_start = np.zeros(n_trees * p + 1, dtype=np.int64)
+    for t in range(n_trees):
+        for node in range(offsets[t], offsets[t + 1]):
+            if left[node] != -1:
+                cut_start[t * p + feature[node] + 1] += 1
+    for index in range(n_trees * p):
+        step_start[index + 1] = step_start[index] + cut_start[index + 1] + 1
+        cut_start[index + 1] += cut_start[index]
+    cuts = np.empty(cut_start[-1])
+    fill = cut_start[:-1].copy()
+    for t in range(n_trees):
+        for node in range(offsets[t], offsets[t + 1]):
+            if left[node] != -1:
+                index = t * p + feature[node]
+                cuts[fill[index]] = threshold[node]
+                fill[index] += 1
+        for j in range(p):
+            index = t * p + j
+            cuts[cut_start[index]:fill[index]] = np.sort(cuts[cut_start[index]:fill[index]])
+    return cuts, cut_start, step_start
+
+
+@njit(cache=True)
+def singleton_tables(left, right, feature, threshold, value, fraction, offsets, n_features):
+    """E[f_t(X) | x_j] of every tree t and feature j as a step function of x_j (path-dependent).
+
+    g_tj(x_j) = Σ_leaves v_l C_l^(−j) 1[x_j in I_lj]: C_l^(−j) is the product of the cover
+    fractions on the leaf's path except at splits on j, I_lj the interval of x_j that the
+    leaf's splits on j allow (all reals if none). Between consecutive thresholds of j in the
+    tree it is constant. Returns ``(cuts, cut_start, steps, step_start)`` (layout of
+    :func:`tree_cuts`); the values on the intervals are ``steps[step_start[t * p + j]:...]``,
+    shape (n_cuts + 1, n_values). Cost O(leaves x (depth + n_features)) per tree, once per
+    forest.
+    """
+    n_trees = offsets.size - 1
+    n_values = value.shape[1]
+    p = n_features
+    cuts, cut_start, step_start = tree_cuts(left, feature, threshold, offsets, p)
+    steps = np.zeros((step_start[-1], n_values))
+    largest = 1
+    for t in range(n_trees):
+        largest = max(largest, offsets[t + 1] - offsets[t])
+    parent = np.empty(largest, dtype=np.int64)
+    product = np.empty(p)
+    low = np.empty(p)
+    high = np.empty(p)
+    seen = np.full(p, -1, dtype=np.int64)
+    for t in range(n_trees):
+        start = offsets[t]
+        for node in range(offsets[t + 1] - start):
+            if left[start + node] != -1:
+                parent[left[start + node]] = node
+                parent[right[start + node]] = node
+        for leaf in range(offsets[t + 1] - start):
+            if left[start + leaf] != -1:
+                continue
+            weight = 1.0
+            node = leaf
+            while node != 0:
+                up = parent[node]
+                j = feature[start + up]
+                if seen[j] != leaf:
+                    seen[j] = leaf
+                    product[j] = 1.0
+                    low[j] = -np.inf
+                    high[j] = np.inf
+                cut = threshold[start + up]
+                if node == left[start + up]:
+                    high[j] = min(high[j], cut)
+                else:
+                    low[j] = max(low[j], cut)
+                product[j] *= fraction[start + node]
+                weight *= fraction[start + node]
+                node = up
+            for j in range(p):
+                index = t * p + j
+                first, last = step_start[index], step_start[index + 1] - 1
+                share = weight
+                if seen[j] == leaf:
+                    share = weight / product[j]
+                    table = cuts[cut_start[index]:cut_start[index + 1]]
+                    if low[j] > -np.inf:
+                        first += np.searchsorted(table, low[j]) + 1
+                    if high[j] < np.inf:
+                        last = step_start[index] + np.searchsorted(table, high[j])
+                for c in range(n_values):
+                    steps[first, c] += share * value[start + leaf, c]
+                    if last + 1 < step_start[index + 1]:
+                        steps[last + 1, c] -= share * value[start + leaf, c]
+        integrate_steps(steps, step_start, t, p)
+        seen[:] = -1
+    return cuts, cut_start, steps, step_start
+
+
+@njit(cache=True)
+def integrate_steps(steps, step_start, t, p):
+    """Turn tree t's difference arrays over the cut intervals into values (prefix sums)."""
+    for j in range(p):
+        index = t * p + j
+        for row in range(step_start[index] + 1, step_start[index + 1]):
+            for c in range(steps.shape[1]):
+                steps[row, c] += steps[row - 1, c]
+
+
+@njit(cache=True)
+def table_value(tables, index, x_j, column):
+    """Value at x_j of the step function ``index`` = t * p + j of ``tables``."""
+    cuts, cut_start, steps, step_start = tables
+    cell = np.searchsorted(cuts[cut_start[index]:cut_start[index + 1]], np.float64(x_j))
+    return steps[step_start[index] + cell, column]
+
+
+@njit(cache=True, parallel=True)
+def singleton_sums(tables, X32, columns, n_trees):
+    """Σ_t g_tj(x_ij) in output column ``columns[i]`` for every row i and feature j, (n, p).
+
+    ``tables`` in the layout of :func:`singleton_tables` (or the marginal sums of
+    :func:`harness.kernels.sage.marginal.marginal_tables`). Each column of X is sorted once and the
+    cuts of every tree are swept beside it, instead of a binary search per (row, tree,
+    feature). Each entry is summed over the trees in order, whatever the number of threads.
+    """
+    cuts, cut_start, steps, step_start = tables
+    n, p = X32.shape
+    out = np.zeros((n, p))
+    for j in prange(p):
+        order = np.argsort(X32[:, j])
+        for t in range(n_trees):
+            index = t * p + j
+            first, last = cut_start[index], cut_start[index + 1]
+            cell = 0  # the number of cuts below x: searchsorted(cuts, x, side="left")
+            for r in range(n):
+                i = order[r]
+                x = np.float64(X32[i, j])
+                while first + cell < last and cuts[first + cell] < x:
+                    cell += 1
+                out[i, j] += steps[step_start[index] + cell, columns[i]]
+    return out

@@ -1,0 +1,191 @@
+"""Exact interventional TreeSHAP in float64 (Lundberg et al. 2020, "Interventional Tree SHAP").
+
+For one tree, a row x and a background row z, the interventional coalition value is
+v(S) = f(x_S, z_{~S}). The hybrid point reaches a leaf l only through the splits where x and z
+go different ways; writing A_l (B_l) for the features whose x-side (z-side) branch is on the
+path to l, l is reached iff A_l ⊆ S and B_l ∩ S = ∅, so each leaf is a game of |A_l| + |B_l|
+players with the closed-form Shapley values
+
+    φ_j += v_l (a-1)! b! / (a+b)!   for j in A_l,    φ_j -= v_l a! (b-1)! / (a+b)!   for j in B_l,
+
+with a = |A_l|, b = |B_l|. The forest value is the mean over trees and background rows, and
+base + Σ_j φ_j = f(x) with base = mean_z f(z) (efficiency).
+
+The background rows are walked together, 64 at a time as the bits of a word (which rows go
+left at each node is computed once per forest): a state is a node, the features assigned so
+far with their side (x's or z's branch) and the set of rows that share them. At a split on
+an unassigned feature j the rows that go x's way stay in the state; the others continue
+twice, down x's branch with j assigned to x and down their own branch with j assigned to z.
+At a split on an assigned feature all rows follow x (side x) or each its own way (side z). A
+leaf adds its value times its number of rows, so a leaf that many background rows reach in
+the same state costs one visit instead of one per row (shap walks each (x, z) pair apart).
+Rows are explained in parallel; each row's values are summed in the same order whatever the
+number of threads. shap computes the same quantity, but in single precision and with
+deviations from the definition (see ``methods/treeshap.py``); this kernel keeps double
+precision, so that it equals subset enumeration and the additivity holds to ~1e-12.
+
+Routing follows scikit-learn: a row goes left when ``float32(x_j) <= threshold``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from harness.forest.packed import PackedForest, as_float32_rows
+from harness.kernels.background_bits import background_directions, popcount, word_rows
+from harness.kernels.paths import PathForest, compact_forest
+
+X_SIDE, Z_SIDE = 1, 2
+ROWS_PER_BLOCK = 32  # rows explained together, tree by tree (one parallel work item)
+
+
+def shapley_weights(size: int) -> np.ndarray:
+    """``weights[a, b] = a! b! / (a + b + 1)!`` for a + b < size: the Shapley weight of a
+    coalition of a players for one of a + b + 1 (by lgamma, no overflow)."""
+    a = np.arange(size)[:, None]
+    b = np.arange(size)[None, :]
+    return np.exp([[math.lgamma(i + 1) + math.lgamma(j + 1) - math.lgamma(i + j + 2)
+                    for j in range(size)] for i in range(size)]) * (a + b < size)
+
+
+@njit(cache=True)
+def _leaf(value, at, count, a, b, path_feature, path_side, weights, phi):
+    """Add leaf ``at``'s Shapley values, for ``count`` background rows, to ``phi``."""
+    if a + b == 0:
+        return
+    gain = weights[a - 1, b] * count if a > 0 else 0.0
+    loss = weights[a, b - 1] * count if b > 0 else 0.0
+    for k in range(a + b):
+        w = gain if path_side[k] == X_SIDE else -loss
+        j = path_feature[k]
+        for c in range(value.shape[1]):
+            phi[j, c] += w * value[at, c]
+
+
+@njit(cache=True)
+def _walk(kids, feature, threshold, value, directions, start, word, held, x, weights, side_of,
+          path_feature, path_side, stack, phi):
+    """Add one tree's Shapley values of row x over the background rows ``held`` of ``word``.
+
+    A stack frame is (node, rows, a, b, path length, feature assigned on entering, its side);
+    entering a frame truncates the path to its length (clearing ``side_of`` of the features
+    dropped) and appends its assignment, so ``side_of`` always describes the frame's path.
+    """
+    s_node, s_rows, s_a, s_b, s_len, s_feature, s_side = stack
+    s_node[0], s_rows[0], s_a[0], s_b[0], s_len[0], s_feature[0] = start, held, 0, 0, 0, -1
+    top = 1
+    length = 0
+    while top > 0:
+        top -= 1
+        at, held, a, b = s_node[top], s_rows[top], s_a[top], s_b[top]
+        while length > s_len[top]:
+            length -= 1
+            side_of[path_feature[length]] = 0
+        if s_feature[top] >= 0:
+            path_feature[length] = s_feature[top]
+            path_side[length] = s_side[top]
+            side_of[s_feature[top]] = s_side[top]
+            length += 1
+        j = feature[at]
+        while j >= 0:
+            x_left = x[j] <= threshold[at]
+            x_child = start + kids[at, np.int64(x_left)]
+            side = side_of[j]
+            if side == X_SIDE:
+                at = x_child
+                j = feature[at]
+                continue
+            goes_left = directions[at, word]
+            agree = held & (goes_left if x_left else ~goes_left)
+            differ = held & ~agree
+            if differ != 0:
+                other = start + kids[at, np.int64(not x_left)]
+                if side == Z_SIDE:  # each row its own way: x's way or the other
+                    s_node[top], s_rows[top], s_a[top], s_b[top] = other, differ, a, b
+                    s_len[top], s_feature[top] = length, -1
+                    top += 1
+                else:
+                    s_node[top], s_rows[top], s_a[top], s_b[top] = other, differ, a, b + 1
+                    s_len[top], s_feature[top], s_side[top] = length, j, Z_SIDE
+                    top += 1
+                    s_node[top], s_rows[top], s_a[top], s_b[top] = x_child, differ, a + 1, b
+                    s_len[top], s_feature[top], s_side[top] = length, j, X_SIDE
+                    top += 1
+            if agree == 0:
+                break
+            held = agree
+            at = x_child
+            j = feature[at]
+        if j < 0:
+            _leaf(value, at, popcount(held), a, b, path_feature, path_side, weights, phi)
+
+
+@njit(cache=True, parallel=True)
+def _interventional_kernel(kids, feature, threshold, value, offsets, max_depth, X32,
+                           n_background, directions, weights, rows_per_block):
+    n, p = X32.shape
+    out = np.zeros((n, p, value.shape[1]))
+    size = 2 * max_depth + 4
+    n_blocks = (n + rows_per_block - 1) // rows_per_block
+    for block in prange(n_blocks):
+        stack = (np.empty(size, dtype=np.int64), np.empty(size, dtype=np.uint64),
+                 np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
+                 np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
+                 np.empty(size, dtype=np.int64))
+        side_of = np.zeros(p, dtype=np.int64)
+        path_feature = np.empty(p, dtype=np.int64)
+        path_side = np.empty(p, dtype=np.int64)
+        for t in range(offsets.size - 1):  # a tree stays in cache for the block's rows
+            for i in range(block * rows_per_block, min(n, (block + 1) * rows_per_block)):
+                for word in range(directions.shape[1]):
+                    _walk(kids, feature, threshold, value, directions, offsets[t], word,
+                          word_rows(n_background, word), X32[i], weights, side_of,
+                          path_feature, path_side, stack, out[i])
+                    side_of[:] = 0
+    return out
+
+
+def interventional_shap(forest: PackedForest, X: np.ndarray, background: np.ndarray,
+                        compact: PathForest | None = None) -> np.ndarray:
+    """Interventional Shapley values of a forest, shape (n, p, n_values).
+
+    Parameters
+    ----------
+    forest : PackedForest
+        From :func:`harness.forest.packed.pack_forest`.
+    X : ndarray of shape (n, p)
+        Rows to explain.
+    background : ndarray of shape (m, p)
+        Rows over which absent features are integrated (the marginal distribution).
+    compact : PathForest, optional
+        :func:`harness.kernels.paths.compact_forest` of ``forest`` (built if not given).
+    """
+    compact = compact_forest(forest) if compact is None else compact
+    X32 = as_float32_rows(X)
+    Z32 = as_float32_rows(background)
+    directions = background_directions(forest.left, forest.feature, forest.threshold,
+                                       forest.offsets, Z32)
+    weights = shapley_weights(min(X32.shape[1], forest.max_depth) + 1)
+    per_thread = -(-X32.shape[0] // (2 * numba.get_num_threads()))
+    out = _interventional_kernel(compact.kids, compact.feature, compact.threshold,
+                                 forest.value, forest.offsets, forest.max_depth, X32,
+                                 Z32.shape[0], directions, weights,
+                                 max(1, min(ROWS_PER_BLOCK, per_thread)))
+    out /= forest.n_trees * Z32.shape[0]
+    return out
+
+
+def compile_kernel() -> None:
+    """Compile (or load from numba's cache) the kernel for both output widths, on a stump."""
+    X = np.array([[0.0], [1.0]])
+    for width in (1, 2):
+        stump = PackedForest(
+            left=np.array([1, -1, -1]), right=np.array([2, -1, -1]),
+            feature=np.array([0, -2, -2]), threshold=np.array([0.5, -2.0, -2.0]),
+            value=np.ones((3, width)), cover=np.ones(3), impurity=np.zeros(3),
+            offsets=np.array([0, 3]), max_depth=1, n_features=1, classifier=width > 1)
+        interventional_shap(stump, X, X)

@@ -1,0 +1,1 @@
+"""harness.oracle.finite_table."""

@@ -1,0 +1,355 @@
+"""Dask executor: cells run on the worker processes of a Dask cluster.
+
+Without a ``scheduler`` address, :class:`DaskExecutor` starts (and owns) a ``LocalCluster``
+of ``jobs`` single-threaded worker processes; with one, it connects to that cluster and only
+disconnects at the end. Results come back to the runner's process, which calls ``on_result``
+and stays the only writer of the store.
+
+Each fitted model is scattered once, to every worker, and every cell that explains it depends
+on that copy; the copy is released when the model's last cell has finished. A cell is submitted
+only to a worker thread that is free, one cell per thread, so its submission is its start and
+the per-cell ``timeout`` is measured in the runner.
+
+Failures stay in their cell, as with :class:`harness.run.executors.process.ProcessExecutor`:
+
+- a worker that dies in a cell (segfault, ``os._exit``, out-of-memory kill) makes that cell one
+  ``error`` result (Dask's ``KilledWorker``, at the first death on an owned cluster) and the
+  worker's nanny starts a fresh worker;
+- a cell still running ``timeout`` seconds after its submission becomes a ``timeout`` result
+  and is cancelled. Cancelling cannot stop code stuck in C, so on an owned cluster its worker
+  process is killed as well and replaced by its nanny; any other cell that was running there is
+  submitted again. An external cluster's workers are not ours to kill: the cell is only
+  cancelled, and its worker thread gets no further cell of this run until it is free again; if
+  every thread stays busy that way for another ``timeout`` seconds, the cells still waiting
+  become ``error`` results (a later run retries them).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import time
+import traceback
+import uuid
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Any
+
+from harness.core.errors import BadInputError, NotInstalledError
+from harness.run.cells import Cell
+from harness.run.execute import CellInput, run_one
+from harness.run.executors.process import OnResult, Task
+
+INSTALL_HINT = "pip install 'dask[distributed]' (or the tree-importance-harness[dask] extra)"
+#: Seconds to wait for an external scheduler before giving up.
+CONNECT_TIMEOUT = 10.0
+#: Seconds between two looks for a free worker thread while cells wait.
+POLL_INTERVAL = 0.25
+#: Submissions of one cell whose model copy was lost with another cell's dead worker.
+MAX_ATTEMPTS = 3
+
+
+def _import_distributed():
+    try:
+        import dask
+        import distributed
+    except ImportError as exc:
+        raise NotInstalledError(
+            f"executor='dask' needs the dask and distributed packages, which could not be "
+            f"imported ({exc}). Install them with {INSTALL_HINT}."
+        ) from exc
+    return dask, distributed
+
+
+def _run_cell(cell: Cell, model: Any, data: Any, sample_index: Any) -> dict[str, Any]:
+    """Worker side of a cell: :func:`harness.run.execute.run_one` on the worker's model copy."""
+    try:
+        return run_one(cell, CellInput(model=model, data=data, sample_index=sample_index))
+    except BaseException as exc:  # run_one catches Exception; this is for the rest
+        return {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc()}
+
+
+def _thread_is_free() -> None:
+    """Probe task: it starts only once its worker has a free thread again."""
+
+
+class DaskExecutor:
+    """Run cells on a Dask cluster, one per worker thread, each with a hard ``timeout``.
+
+    Parameters
+    ----------
+    jobs : int
+        Worker processes of the owned ``LocalCluster`` (one thread each). Ignored with
+        ``scheduler``: the external cluster's worker threads set the parallelism.
+    timeout : float or None
+        Seconds a cell may run, counted in the runner from its submission to a free thread.
+    max_memory : float or None
+        Memory limit in bytes of each owned worker (its nanny kills it above 95% of the limit,
+        and its cell becomes an ``error``); None for no limit. Ignored with ``scheduler``.
+    scheduler : str or None
+        Address of a running Dask scheduler (``tcp://host:8786``); None starts a LocalCluster.
+    **options
+        ``connect_timeout``: seconds to reach ``scheduler`` (default :data:`CONNECT_TIMEOUT`).
+        Options of :func:`harness.run.executors.make_executor` that do not apply are
+        ignored.
+
+    Raises
+    ------
+    NotInstalledError
+        If dask or distributed cannot be imported.
+    BadInputError
+        If ``scheduler`` is not an address, or no scheduler answers there in time.
+    """
+
+    name = "dask"
+
+    def __init__(self, jobs: int = 1, timeout: float | None = None,
+                 max_memory: float | None = None, scheduler: str | None = None,
+                 **options: Any) -> None:
+        dask, distributed = _import_distributed()
+        self.distributed = distributed
+        self.jobs = max(1, int(jobs))
+        self.timeout = timeout
+        self.scheduler = scheduler
+        self.cluster = None
+        if scheduler is None:
+            # A worker's death is its cell's, as for a forked cell: no retry elsewhere. Every
+            # worker keeps its model copies (the memory manager would drop the extra ones).
+            settings = {"distributed.scheduler.allowed-failures": 0,
+                        "distributed.scheduler.active-memory-manager.start": False}
+            with dask.config.set(settings):
+                self.cluster = distributed.LocalCluster(
+                    n_workers=self.jobs, threads_per_worker=1, processes=True,
+                    memory_limit=int(max_memory) if max_memory else 0,
+                    dashboard_address=None, silence_logs=logging.CRITICAL,
+                )
+            self.client = distributed.Client(self.cluster, set_as_default=False)
+            return
+        if not isinstance(scheduler, str) or not scheduler:
+            raise BadInputError(f"scheduler must be a Dask scheduler address such as "
+                                f"'tcp://host:8786', or None; got {scheduler!r}.")
+        connect_timeout = float(options.get("connect_timeout") or CONNECT_TIMEOUT)
+        try:
+            self.client = distributed.Client(scheduler, timeout=connect_timeout,
+                                             set_as_default=False)
+        except Exception as exc:
+            raise BadInputError(
+                f"scheduler must be the address of a running Dask scheduler; got {scheduler!r}, "
+                f"where none answered within {connect_timeout:g} s ({type(exc).__name__}: "
+                f"{exc}). Start one (`dask scheduler`) or pass scheduler=None for a local cluster."
+            ) from exc
+
+    def close(self) -> None:
+        """Disconnect; an owned LocalCluster is shut down, an external one keeps running."""
+        client, self.client = getattr(self, "client", None), None
+        if client is not None:
+            client.close()
+        cluster, self.cluster = self.cluster, None
+        if cluster is not None:
+            cluster.close()
+
+    def run(self, tasks: list[Task], on_result: OnResult) -> None:
+        """Run every task and call ``on_result(cell, result)`` once per task, here."""
+        _Run(self, tasks, on_result).loop()
+
+    def worker_pid(self, address: str) -> int | None:
+        """Process id of an owned worker (its nanny lives in this process)."""
+        for nanny in list(self.cluster.workers.values()):
+            if getattr(nanny, "worker_address", None) == address:
+                return nanny.pid
+        return None
+
+
+@dataclass
+class _SharedModel:
+    """A fitted model, its copy on the cluster and how many of its cells are unfinished."""
+
+    model: Any
+    remaining: int = 0
+    future: Any = None
+
+
+@dataclass
+class _Flight:
+    """A submitted cell."""
+
+    cell: Cell
+    inputs: CellInput
+    attempt: int
+    worker: str
+    future: Any
+    model_future: Any
+    deadline: float | None
+
+
+class _Run:
+    """State of one :meth:`DaskExecutor.run`: waiting cells, cells in flight, busy threads."""
+
+    def __init__(self, executor: DaskExecutor, tasks: list[Task], on_result: OnResult) -> None:
+        self.executor = executor
+        self.client = executor.client
+        self.on_result = on_result
+        self.done: queue.Queue = queue.Queue()  # futures, put by their done callbacks
+        self.pending = deque((cell, inputs, 1) for cell, inputs in tasks)
+        self.running: dict[str, _Flight] = {}  # by future key
+        self.probes: dict[str, tuple[Any, str]] = {}  # key: (future, worker address)
+        self.busy: Counter[str] = Counter()  # threads in use per worker address
+        self.retired: set[str] = set()  # dead or killed workers: never given a cell again
+        self.stalled_since: float | None = None
+        self.models: dict[int, _SharedModel] = {}
+        for _, inputs in tasks:
+            self.models.setdefault(id(inputs.model), _SharedModel(inputs.model)).remaining += 1
+
+    def loop(self) -> None:
+        try:
+            while self.pending or self.running:
+                if self.pending:
+                    self.fill_threads()
+                    if not (self.pending or self.running):
+                        break  # the last waiting cells were given up
+                try:
+                    self.settle(self.done.get(timeout=self.wait_time()))
+                    while not self.done.empty():
+                        self.settle(self.done.get_nowait())
+                except queue.Empty:
+                    pass
+                self.stop_expired()
+        finally:
+            futures = [f.future for f in self.running.values()]
+            futures += [future for future, _ in self.probes.values()]
+            if futures and self.client is not None:
+                self.client.cancel(futures)
+
+    def finish(self, cell: Cell, inputs: CellInput, result: dict) -> None:
+        shared = self.models[id(inputs.model)]
+        shared.remaining -= 1
+        if shared.remaining == 0:
+            shared.future = None  # the cluster drops its copy
+        self.on_result(cell, result)
+
+    def fill_threads(self) -> None:
+        """Submit waiting cells to free worker threads (or give up if none will free up)."""
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        threads = {address: int(info.get("nthreads", 1)) for address, info in workers.items()
+                   if address not in self.retired
+                   and info.get("status", "running") == "running"}
+        for address, nthreads in threads.items():
+            while self.pending and self.busy[address] < nthreads:
+                self.submit(address, *self.pending.popleft())
+        stalled = bool(self.pending and threads and not self.running)  # all threads stuck
+        now = time.monotonic()
+        if not stalled:
+            self.stalled_since = None
+        elif self.stalled_since is None:
+            self.stalled_since = now
+        elif now - self.stalled_since > (self.executor.timeout or 0):
+            reason = (f"not run: every worker thread of the cluster at "
+                      f"{self.executor.scheduler} stayed busy with cancelled cells that "
+                      f"exceeded the per-cell timeout; restart its workers and run again")
+            while self.pending:
+                cell, inputs, _ = self.pending.popleft()
+                self.finish(cell, inputs, {"status": "error", "reason": reason})
+
+    def submit(self, address: str, cell: Cell, inputs: CellInput, attempt: int) -> None:
+        shared = self.models[id(inputs.model)]
+        if shared.future is None or shared.future.status != "finished":
+            # A copy on every worker: Dask runs a task where its data is, so a single copy
+            # would pull every cell of the model onto one worker.
+            shared.future = self.client.scatter([shared.model], broadcast=True, hash=False)[0]
+        future = self.client.submit(
+            _run_cell, cell, shared.future, inputs.data, inputs.sample_index,
+            key=f"harness-{cell.method.name}-{cell.key}-{uuid.uuid4().hex[:8]}", pure=False,
+            workers=[address], allow_other_workers=True,
+        )
+        timeout = self.executor.timeout
+        deadline = time.monotonic() + timeout if timeout else None
+        self.running[future.key] = _Flight(cell, inputs, attempt, address, future,
+                                           shared.future, deadline)
+        self.busy[address] += 1
+        future.add_done_callback(self.done.put)
+
+    def wait_time(self) -> float | None:
+        deadlines = [f.deadline for f in self.running.values() if f.deadline is not None]
+        wait = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+        if self.pending:  # a worker may join, come back or finish a cancelled cell meanwhile
+            wait = POLL_INTERVAL if wait is None else min(wait, POLL_INTERVAL)
+        return wait
+
+    def settle(self, future: Any) -> None:
+        """Handle a future that finished: a probe frees its thread, a cell gets its result."""
+        if future.key in self.probes:
+            _, worker = self.probes.pop(future.key)
+            self.busy[worker] -= 1
+            return
+        flight = self.running.pop(future.key, None)
+        if flight is None:  # timed out or submitted again already
+            return
+        self.busy[flight.worker] -= 1
+        result = self.outcome(flight)
+        if result is None:
+            self.pending.appendleft((flight.cell, flight.inputs, flight.attempt + 1))
+        else:
+            self.finish(flight.cell, flight.inputs, result)
+
+    def outcome(self, flight: _Flight) -> dict | None:
+        """The cell's result from its finished future, or None to submit the cell again."""
+        try:
+            return flight.future.result()
+        except self.executor.distributed.KilledWorker as exc:
+            self.retired.update({flight.worker, exc.last_worker.address})
+            return {"status": "error",
+                    "reason": f"the cell's worker died before returning a result (segfault, "
+                              f"os._exit, out-of-memory or external kill); Dask reported "
+                              f"KilledWorker for worker {exc.last_worker.address}"}
+        except Exception as exc:
+            lost = (flight.model_future.status != "finished"
+                    or getattr(exc, "reason", None) == "lost dependencies")
+            if flight.future.status == "cancelled" and lost and flight.attempt < MAX_ATTEMPTS:
+                return None  # its model's last copy died with another cell's worker
+            return {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
+                    "traceback": "".join(traceback.format_exception(exc))}
+
+    def stop_expired(self) -> None:
+        now = time.monotonic()
+        expired = [f for f in self.running.values()
+                   if f.deadline is not None and now >= f.deadline and not f.future.done()]
+        for flight in expired:
+            if self.running.pop(flight.future.key, None) is not None:  # not yet resubmitted
+                reason = self.stop(flight)
+                self.finish(flight.cell, flight.inputs, {"status": "timeout", "reason": reason})
+
+    def stop(self, flight: _Flight) -> str:
+        """Cancel a cell past its timeout and free its thread; the timeout's reason."""
+        reason = f"exceeded the per-cell timeout of {self.executor.timeout:g} s"
+        on_worker = {address: set(keys) for address, keys in self.client.processing().items()}
+        worker = next((a for a, keys in on_worker.items() if flight.future.key in keys), None)
+        self.client.cancel([flight.future])
+        self.busy[flight.worker] -= 1
+        if worker is None:  # not started anywhere: nothing else to stop
+            return reason
+        if self.executor.cluster is not None:  # ours to kill
+            pid = self.executor.worker_pid(worker)
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)  # its nanny starts a fresh worker
+                except ProcessLookupError:
+                    pass
+            self.retired.add(worker)
+            lost = [f for key, f in self.running.items()
+                    if f.worker == worker or key in on_worker[worker]]
+            for other in lost:
+                del self.running[other.future.key]  # lost with the worker: run it again
+                self.busy[other.worker] -= 1
+                self.client.cancel([other.future])
+                self.pending.appendleft((other.cell, other.inputs, other.attempt))
+            return reason
+        probe = self.client.submit(_thread_is_free, key=f"harness-probe-{uuid.uuid4().hex}",
+                                   pure=False, workers=[worker], allow_other_workers=False)
+        self.probes[probe.key] = (probe, worker)
+        self.busy[worker] += 1
+        probe.add_done_callback(self.done.put)
+        return (f"{reason}; cancelled on the external cluster's worker {worker}, which was not "
+                f"restarted and may still be running it")

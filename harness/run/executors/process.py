@@ -1,0 +1,227 @@
+"""The process executor: one forked child per cell, bounded in time and memory.
+
+:class:`ProcessExecutor` (the default) forks one child process per cell, up to ``jobs`` at a
+time. The child inherits the fitted models, sends back its result through a pipe and exits; a
+hard per-cell ``timeout`` kills it and ``max_memory`` caps what it may allocate (Linux). An
+exception, a hang, a memory overrun or a crash of the child (segfault, ``os._exit``,
+out-of-memory kill) becomes one ``error``/``timeout`` result, never the run's. A child never
+outlives its runner: it asks the kernel for SIGKILL when its parent dies (Linux
+``PR_SET_PDEATHSIG``) and arms its own alarm a little past the timeout, so neither a killed
+runner nor a stopped one leaves a hung cell running. :func:`call_bounded` gives the same
+bounds to other work of the runner, such as fitting a model.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import multiprocessing
+import os
+import signal
+import sys
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from multiprocessing.connection import wait
+
+from harness.run.cells import Cell
+from harness.run.execute import CellInput, run_one
+
+OnResult = Callable[[Cell, dict], None]
+Task = tuple[Cell, CellInput]
+
+
+def _limit_memory(max_memory: float) -> None:
+    """Cap this process's address space at its current size plus ``max_memory`` bytes
+    (RLIMIT_AS; Linux counts the inherited mappings, hence the current size is added)."""
+    import resource
+
+    with open("/proc/self/statm") as handle:
+        current = int(handle.read().split()[0]) * resource.getpagesize()
+    limit = current + int(max_memory)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def memory_limit_reason(result: dict, max_memory: float) -> dict:
+    """Name the per-cell memory limit in the reason of a cell that ran out of memory."""
+    reason = result.get("reason") or ""
+    if result.get("status") == "error" and reason.startswith("MemoryError"):
+        result = {**result, "reason": f"exceeded the per-cell memory limit of "
+                                      f"{max_memory / 2**20:.0f} MiB ({reason})"}
+    return result
+
+
+#: Seconds past the timeout at which a child's own alarm ends it, should its runner not.
+ALARM_GRACE = 5.0
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux), and exit now if
+    the parent is already gone (it may have died between the fork and this call)."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the alarm below still bounds the child
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _arm_alarm(timeout: float | None) -> None:
+    """End this process with SIGALRM (default action: terminate) a little past ``timeout``."""
+    if timeout is not None and hasattr(signal, "SIGALRM"):
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(math.ceil(timeout + ALARM_GRACE))
+
+
+def bound_child(parent: int, timeout: float | None, max_memory: float | None) -> None:
+    """What every forked child of the harness does first: die with its parent, end itself
+    past its time limit, and cap its memory."""
+    _die_with_parent(parent)
+    _arm_alarm(timeout)
+    if max_memory is not None and os.path.exists("/proc/self/statm"):
+        _limit_memory(max_memory)
+
+
+def _child(writer, cell: Cell, inputs: CellInput, parent: int, timeout: float | None,
+           max_memory: float | None) -> None:
+    try:
+        bound_child(parent, timeout, max_memory)
+        result = run_one(cell, inputs)
+    except BaseException as exc:  # run_one catches Exception; this is for the rest
+        result = {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
+                  "traceback": traceback.format_exc()}
+    if max_memory is not None:
+        result = memory_limit_reason(result, max_memory)
+    try:
+        writer.send(result)
+    except Exception as exc:
+        writer.send({"status": "error", "reason": f"result could not be sent back: {exc}"})
+    writer.close()
+    os._exit(0)
+
+
+def _death_reason(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"the cell's process was killed by {name} before returning a result"
+    return f"the cell's process exited with code {exitcode} before returning a result"
+
+
+def _call_child(writer, function: Callable, args: tuple, parent: int, timeout: float | None,
+                max_memory: float | None) -> None:
+    try:
+        bound_child(parent, timeout, max_memory)
+        outcome = {"status": "done", "value": function(*args)}
+    except BaseException as exc:
+        outcome = {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
+                   "traceback": traceback.format_exc()}
+        if max_memory is not None:
+            outcome = memory_limit_reason(outcome, max_memory)
+    try:
+        writer.send(outcome)
+    except Exception as exc:
+        writer.send({"status": "error", "reason": f"the result could not be sent back: {exc}"})
+    writer.close()
+    os._exit(0)
+
+
+def call_bounded(function: Callable, args: tuple, timeout: float | None,
+                 max_memory: float | None, what: str) -> dict:
+    """Call ``function(*args)`` in a forked child bounded like a cell.
+
+    Returns ``{"status": "done", "value": ...}``, or an ``error``/``timeout`` outcome whose
+    reason names ``what`` (e.g. "fitting the model") and the limit it exceeded. The value
+    comes back through a pipe from a child this process started, so only our own objects are
+    unpickled. Used by the runner for work that would otherwise run unbounded in its own
+    process, such as fitting a model.
+    """
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+    process = context.Process(target=_call_child, daemon=True,
+                              args=(writer, function, args, os.getpid(), timeout, max_memory))
+    process.start()
+    writer.close()
+    try:
+        if not reader.poll(timeout):
+            return {"status": "timeout",
+                    "reason": f"{what} exceeded the time limit of {timeout:g} s"}
+        try:
+            outcome = reader.recv()
+        except (EOFError, OSError):
+            process.join(timeout=10)
+            return {"status": "error",
+                    "reason": f"{what} failed: {_death_reason(process.exitcode)}"}
+        if outcome["status"] == "error":
+            outcome["reason"] = f"{what} failed: {outcome['reason']}"
+        return outcome
+    finally:
+        reader.close()
+        if process.is_alive():
+            process.kill()
+        process.join()
+
+
+class ProcessExecutor:
+    """One forked child per cell, ``jobs`` at a time, each killed after ``timeout`` seconds."""
+
+    name = "process"
+
+    def __init__(self, jobs: int = 1, timeout: float | None = None,
+                 max_memory: float | None = None, **options) -> None:
+        self.jobs = max(1, int(jobs))
+        self.timeout = timeout
+        self.max_memory = max_memory
+
+    def run(self, tasks: list[Task], on_result: OnResult) -> None:
+        context = multiprocessing.get_context("fork")
+        pending = deque(tasks)
+        running: dict = {}
+        try:
+            while pending or running:
+                while pending and len(running) < self.jobs:
+                    cell, inputs = pending.popleft()
+                    reader, writer = context.Pipe(duplex=False)
+                    process = context.Process(
+                        target=_child, daemon=True,
+                        args=(writer, cell, inputs, os.getpid(), self.timeout, self.max_memory))
+                    process.start()
+                    writer.close()
+                    deadline = (time.monotonic() + self.timeout) if self.timeout else None
+                    running[reader] = (process, cell, deadline)
+                deadlines = [d for (_, _, d) in running.values() if d is not None]
+                wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+                for reader in wait(list(running), timeout=wait_for):
+                    process, cell, _ = running.pop(reader)
+                    try:
+                        result = reader.recv()
+                    except (EOFError, OSError):
+                        process.join(timeout=10)
+                        result = {"status": "error", "reason": _death_reason(process.exitcode)}
+                    reader.close()
+                    process.join(timeout=10)
+                    if process.is_alive():
+                        process.kill()
+                        process.join()
+                    on_result(cell, result)
+                now = time.monotonic()
+                for reader, (process, cell, deadline) in list(running.items()):
+                    if deadline is not None and now >= deadline:
+                        process.kill()
+                        process.join()
+                        reader.close()
+                        del running[reader]
+                        on_result(cell, {"status": "timeout",
+                                         "reason": f"exceeded the per-cell timeout of "
+                                                   f"{self.timeout:g} s"})
+        finally:
+            for reader, (process, _, _) in running.items():
+                process.kill()
+                process.join()
+                reader.close()

@@ -1,0 +1,298 @@
+"""Durable result store: one SQLite file per run, one transaction per cell.
+
+SQLite's journal makes every ``record_*`` call atomic, so a run killed with SIGKILL at any
+moment leaves either the whole cell or nothing. Arrays are stored as ``.npy`` blobs read with
+``allow_pickle=False`` and ground truth as JSON (:mod:`harness.run.truth_record`): nothing read
+from a store is unpickled. Only the runner process writes (it holds the folder's
+:class:`~harness.run.lock.RunLock`); executors return results to it. A stored ``done`` cell
+is never replaced by a failure, whoever writes.
+
+A file that is not a SQLite database, or one with damaged pages, raises
+:class:`~harness.core.errors.StoreDamagedError` on the first read that meets the damage; a store
+deleted or replaced while a run writes to it raises :class:`~harness.core.errors.StoreLostError`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.core.errors import BadInputError, StoreDamagedError, StoreLostError
+from harness.run.truth_record import TruthFormatError, decode_truth, encode_truth
+
+STATUSES = ("done", "skipped", "not_installed", "error", "timeout")
+FINAL_STATUSES = ("done", "skipped")  # reused by later runs; the others are retried
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS cells (
+    key TEXT PRIMARY KEY, status TEXT NOT NULL, reason TEXT, traceback TEXT,
+    dataset TEXT, dataset_name TEXT, dataset_params TEXT, model TEXT, model_name TEXT,
+    model_params TEXT, seed INTEGER, method TEXT, method_name TEXT, method_params TEXT,
+    scope TEXT, unit TEXT, explains TEXT, feature_names TEXT, time_explain REAL,
+    time_predict REAL, n_explained INTEGER, explain_on TEXT,
+    vals BLOB, std BLOB, base_values BLOB, sample_index BLOB, extra TEXT,
+    versions TEXT, created REAL
+);
+CREATE TABLE IF NOT EXISTS models (
+    key TEXT PRIMARY KEY, dataset TEXT, model TEXT, seed INTEGER, task TEXT,
+    fit_time REAL, score REAL, score_name TEXT, n_train INTEGER, n_test INTEGER,
+    n_features INTEGER, feature_names TEXT, predict_time REAL, created REAL
+);
+CREATE TABLE IF NOT EXISTS datasets (
+    key TEXT PRIMARY KEY, dataset TEXT, seed INTEGER, task TEXT, feature_names TEXT,
+    truth BLOB, created REAL
+);
+CREATE TABLE IF NOT EXISTS truth_arrays (
+    dataset_key TEXT, name TEXT, npy BLOB, PRIMARY KEY (dataset_key, name)
+);
+"""
+#: A failure never replaces a stored ``done`` cell (another runner's, or an earlier result
+#: when ``force`` recomputes): the upsert below keeps the stored row in that case.
+UPSERT_KEEPING_DONE = """
+INSERT INTO cells ({columns}) VALUES ({marks})
+ON CONFLICT(key) DO UPDATE SET {updates}
+WHERE cells.status != 'done' OR excluded.status = 'done'
+"""
+
+
+
+def to_blob(array: np.ndarray | None) -> bytes | None:
+    if array is None:
+        return None
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def from_blob(blob: bytes | None) -> np.ndarray | None:
+    if blob is None:
+        return None
+    return np.load(io.BytesIO(blob), allow_pickle=False)
+
+
+class Store:
+    """The results of one run folder (``<out>/results.sqlite``)."""
+
+    filename = "results.sqlite"
+
+    def __init__(self, folder: str | Path, create: bool = True) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / self.filename
+        if not create and not self.path.is_file():
+            raise BadInputError(f"No results in {str(self.folder)!r}: {self.filename} is missing.")
+        if create:
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise BadInputError(
+                    f"Cannot create the run folder {str(self.folder)!r}: {exc}"
+                ) from exc
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=30)
+        except sqlite3.Error as exc:
+            raise BadInputError(f"Cannot open the store {str(self.path)!r}: {exc}") from exc
+        self._conn.row_factory = sqlite3.Row
+        existed = self.path.is_file() and self.path.stat().st_size > 0
+        if existed:
+            self._check_structure()
+        if create:
+            self._guard(lambda: (self._conn.executescript(SCHEMA), self._conn.commit()))
+        else:
+            self._guard(lambda: self._conn.execute("SELECT count(*) FROM cells").fetchone())
+        self._inode = self.path.stat().st_ino
+        #: (dataset, seed, reason) of stored ground truth that could not be read
+        self.unreadable_truth: list[tuple[str, int, str]] = []
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def damaged(self, exc: BaseException) -> StoreDamagedError:
+        """The one message for a store that cannot be read, with what to do about it."""
+        return StoreDamagedError(
+            f"The store {str(self.path)!r} is damaged ({type(exc).__name__}: {exc}). Move it "
+            f"aside (e.g. to {self.filename}.damaged) and run compare again to recompute the "
+            "run, or restore it from a copy."
+        )
+
+    def _guard(self, read):
+        """Run a read; a damaged file (not a database, malformed pages, a corrupt blob) is
+        :class:`StoreDamagedError`, never a raw sqlite3 or NumPy error."""
+        try:
+            return read()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc) or "no such column" in str(exc):
+                raise self.damaged(exc) from exc
+            raise BadInputError(f"Cannot read the store {str(self.path)!r}: {exc}") from exc
+        except (sqlite3.DatabaseError, ValueError, OSError, json.JSONDecodeError) as exc:
+            raise self.damaged(exc) from exc
+
+    def _check_structure(self) -> None:
+        """SQLite's ``quick_check`` (page structure, in time linear in the file): bytes
+        overwritten inside the file are found here, before any report reads them."""
+        problems = self._guard(lambda: self._conn.execute("PRAGMA quick_check").fetchall())
+        if [tuple(row) for row in problems] != [("ok",)]:
+            raise self.damaged(sqlite3.DatabaseError(
+                f"quick_check: {'; '.join(str(row[0]) for row in problems[:3])}"))
+
+    def _check_still_there(self) -> None:
+        try:
+            inode = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            inode = None
+        if inode != self._inode:
+            raise StoreLostError(
+                f"The store {str(self.path)!r} was deleted or replaced while this run was "
+                "writing to it: the cells it held are lost, and so is this run's work. Run "
+                "compare again to recompute them."
+            )
+
+    def _write(self, statements: list[tuple[str, list | tuple]]) -> None:
+        """One atomic transaction; a failing disk or a read-only store is a clear error, and
+        the rollback keeps everything stored before it."""
+        self._check_still_there()
+        try:
+            with self._conn:
+                for sql, values in statements:
+                    self._conn.execute(sql, values)
+        except sqlite3.DatabaseError as exc:
+            self._check_still_there()
+            if not isinstance(exc, sqlite3.OperationalError):
+                raise self.damaged(exc) from exc
+            raise BadInputError(
+                f"Cannot write to the store {str(self.path)!r}: {exc} (is the disk full or "
+                "the folder read-only?). This write was rolled back; the cells stored before "
+                "it are kept. Rerun to resume."
+            ) from exc
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- cells -------------------------------------------------------------------------
+    def statuses(self) -> dict[str, str]:
+        """Status of every stored cell, by key."""
+        return self._guard(
+            lambda: dict(self._conn.execute("SELECT key, status FROM cells").fetchall()))
+
+    def record_cell(self, meta: dict[str, Any], result: dict[str, Any]) -> bool:
+        """Write one cell atomically, replacing an earlier attempt unless that one is ``done``
+        and this one is not. Returns whether the row was written."""
+        if result["status"] not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}; got {result['status']!r}")
+        row = {
+            **{k: meta.get(k) for k in (
+                "key", "dataset", "dataset_name", "model", "model_name", "seed", "method",
+                "method_name", "explain_on")},
+            "dataset_params": json.dumps(meta.get("dataset_params", {})),
+            "model_params": json.dumps(meta.get("model_params", {})),
+            "method_params": json.dumps(meta.get("method_params", {})),
+            "status": result["status"], "reason": result.get("reason"),
+            "traceback": result.get("traceback"), "scope": result.get("scope"),
+            "unit": result.get("unit"), "explains": result.get("explains"),
+            "feature_names": json.dumps(result.get("feature_names")),
+            "time_explain": result.get("time_explain"),
+            "time_predict": result.get("time_predict"),
+            "n_explained": result.get("n_explained"),
+            "vals": to_blob(result.get("values")), "std": to_blob(result.get("std")),
+            "base_values": to_blob(result.get("base_values")),
+            "sample_index": to_blob(result.get("sample_index")),
+            "extra": json.dumps(result.get("extra", {}), default=str),
+            "versions": json.dumps(result.get("versions", {})),
+            "created": time.time(),
+        }
+        sql = UPSERT_KEEPING_DONE.format(
+            columns=", ".join(row), marks=", ".join("?" for _ in row),
+            updates=", ".join(f"{c} = excluded.{c}" for c in row if c != "key"))
+        before = self._conn.total_changes
+        self._write([(sql, list(row.values()))])
+        return self._conn.total_changes > before
+
+    def cell_rows(self) -> list[sqlite3.Row]:
+        return self._guard(lambda: self._conn.execute(
+            "SELECT * FROM cells ORDER BY dataset, model, seed, method"
+        ).fetchall())
+
+    def cell_arrays(self, key: str) -> dict[str, np.ndarray | None]:
+        row = self._guard(lambda: self._conn.execute(
+            "SELECT vals, std, base_values, sample_index FROM cells WHERE key = ?", (key,)
+        ).fetchone())
+        if row is None:
+            raise KeyError(key)
+        return self._guard(lambda: {
+            "values": from_blob(row["vals"]), "std": from_blob(row["std"]),
+            "base_values": from_blob(row["base_values"]),
+            "sample_index": from_blob(row["sample_index"]),
+        })
+
+    # --- models and datasets ------------------------------------------------------------
+    def record_model(self, info: dict[str, Any]) -> None:
+        info = {**info, "created": time.time()}
+        info["feature_names"] = json.dumps(info.get("feature_names"))
+        columns = ", ".join(info)
+        self._write([(f"INSERT OR REPLACE INTO models ({columns}) VALUES "
+                      f"({', '.join('?' for _ in info)})", list(info.values()))])
+
+    def model_rows(self) -> list[sqlite3.Row]:
+        return self._guard(lambda: self._conn.execute("SELECT * FROM models").fetchall())
+
+    def record_dataset(self, key: str, dataset, seed: int) -> None:
+        """Store a dataset's description and ground truth (JSON plus ``.npy`` arrays)."""
+        text, arrays = (None, {}) if dataset.truth is None else encode_truth(dataset.truth)
+        statements = [
+            ("INSERT OR REPLACE INTO datasets VALUES (?, ?, ?, ?, ?, ?, ?)",
+             (key, dataset.name, seed, dataset.task, json.dumps(dataset.feature_names), text,
+              time.time())),
+            ("DELETE FROM truth_arrays WHERE dataset_key = ?", (key,)),
+        ]
+        statements += [("INSERT INTO truth_arrays VALUES (?, ?, ?)", (key, name, to_blob(a)))
+                       for name, a in arrays.items()]
+        self._write(statements)
+
+    def _truth_row(self, dataset: str, seed: int):
+        return self._guard(lambda: self._conn.execute(
+            "SELECT key, truth FROM datasets WHERE dataset = ? AND seed = ?", (dataset, seed)
+        ).fetchone())
+
+    def truth(self, dataset: str, seed: int):
+        """The stored ground truth of a dataset (None when it has none).
+
+        Truth stored in another form (a pickle written by an older version, or a damaged
+        document) is never loaded: it reads as None and is listed in
+        :attr:`unreadable_truth`, so that reports say so instead of failing.
+        """
+        row = self._truth_row(dataset, seed)
+        if row is None or row["truth"] is None:
+            return None
+        rows = self._guard(lambda: self._conn.execute(
+            "SELECT name, npy FROM truth_arrays WHERE dataset_key = ?", (row["key"],)
+        ).fetchall())
+        try:
+            return decode_truth(row["truth"], {name: from_blob(npy) for name, npy in rows})
+        except (TruthFormatError, ValueError) as exc:
+            self.unreadable_truth.append((dataset, seed, str(exc)))
+            return None
+
+    def truth_needs_refresh(self, dataset: str, seed: int) -> bool:
+        """Whether the dataset's stored truth is missing or unreadable (the runner then stores
+        it again from the dataset itself)."""
+        row = self._truth_row(dataset, seed)
+        if row is None:
+            return True
+        if row["truth"] is None:
+            return False
+        before = len(self.unreadable_truth)
+        self.truth(dataset, seed)
+        return len(self.unreadable_truth) > before
+
+    def dataset_rows(self) -> list[sqlite3.Row]:
+        return self._guard(lambda: self._conn.execute(
+            "SELECT key, dataset, seed, task FROM datasets").fetchall())
