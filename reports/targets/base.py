@@ -3,8 +3,8 @@
 A target is a small :class:`Target` subclass (module ``harness.reports.targets.<name>``)
 that runs its experiment and returns a :class:`TargetPage`: the side-by-side table
 (published | ours | difference, or the claims checked), its figures, the worst deviation in
-one line and a verdict. Pages are Markdown files in a gallery folder, with an ``index.md`` that lists every
-target, its worst deviation and its verdict. A run writes them to a run folder
+one line and a verdict. Pages are Markdown files in a gallery folder, with an ``index.md``
+that lists every target, its worst deviation and its verdict. A run writes them to a run folder
 (:data:`DEFAULT_GALLERY`, ``runs/reproduce/gallery``); the committed gallery
 (:data:`COMMITTED_GALLERY`, ``reports/gallery``) is written only when asked for
 (``python -m harness reproduce all --gallery``), so that a quick check never replaces its
