@@ -126,7 +126,7 @@ def test_a_full_disk_is_a_clear_error_and_keeps_what_was_stored(tmp_path):
     message = full.stderr.strip().splitlines()
     assert len(message) == 1 and message[0].startswith("harness: error: Cannot write to the "
                                                        "store")
-    assert "intact" in message[0]
+    assert "the cells stored before it are kept" in message[0]
     after = _records(out / "results.sqlite")
     assert {key: after[key] for key in before} == before  # nothing stored before was lost
     print(f"FAULT FIGURES full disk: stored_before={len(before)} kept={len(before)} "
