@@ -1,9 +1,8 @@
 """Runner: failure isolation per cell, hard timeouts, durable resume after SIGKILL.
 
 Nothing here depends on how fast the machine is: a hanging cell never ends by itself, the
-per-cell timeout the other cells must stay under is a hundred times what they need on an idle
-machine, and a SIGKILL lands when the store shows the cells it waits for (see
-``CELL_TIMEOUT``).
+per-cell timeout the other cells must stay under is tens of times what they need on a busy
+machine (``CELL_TIMEOUT``), and a SIGKILL lands when the store shows the cells it waits for.
 """
 
 from __future__ import annotations
@@ -23,9 +22,11 @@ import harness
 from harness.method import Method
 from harness.types import Importances
 
-#: Per-cell timeout of the runs that hold a hanging cell. The other cells of those runs take
-#: well under 0.1 s each on an idle machine and must finish under it on one ten times as busy;
-#: the hanging cell costs the test this long, so it is not larger than that margin needs.
+#: Per-cell timeout of the runs that hold a hanging cell (here and in test_dask). The other
+#: cells of those runs must finish under it: at load 7 on 2 cores they took 0.04-0.12 s from
+#: fork to result and at most 0.3 s from Dask submission to result (workers preloaded), so it
+#: leaves a margin of 30x or more. The hanging cell costs each such test this long, which is
+#: why it is not larger.
 CELL_TIMEOUT = 10
 #: How long a hanging cell sleeps: far past any timeout here, so only the executor ends it
 #: (one that failed to would turn the test into a failure after this long, not a hang).
