@@ -1,4 +1,9 @@
-"""Runner: failure isolation per cell, hard timeouts, durable resume after SIGKILL."""
+"""Runner: failure isolation per cell, hard timeouts, durable resume after SIGKILL.
+
+Nothing here depends on how fast the machine is: a hanging cell never ends by itself, the
+per-cell timeout the other cells must stay under is tens of times what they need on a busy
+machine (``CELL_TIMEOUT``), and a SIGKILL lands when the store shows the cells it waits for.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,19 @@ import harness
 from harness.core.method import Method
 from harness.core.types import Importances
 
+#: Per-cell timeout of the runs that hold a hanging cell (here and in test_dask). The other
+#: cells of those runs must finish under it: at load 7 on 2 cores they took 0.04-0.12 s from
+#: fork to result and at most 0.3 s from Dask submission to result (workers preloaded), so it
+#: leaves a margin of 30x or more. The hanging cell costs each such test this long, which is
+#: why it is not larger.
+CELL_TIMEOUT = 10
+#: How long a hanging cell sleeps: far past any timeout here, so only the executor ends it
+#: (one that failed to would turn the test into a failure after this long, not a hang).
+HANG_SECONDS = 600
+#: Upper bound on waiting for a subprocess run or an event in the store: only a broken harness
+#: gets near it, so it is no speed assumption.
+PATIENCE = 600
+
 
 class Raises(Method):
     name, scope, family = "test_raises", "global", "test"
@@ -26,10 +44,12 @@ class Raises(Method):
 
 
 class Hangs(Method):
+    """Never returns within any timeout the tests set: only its executor stops it."""
+
     name, scope, family = "test_hangs", "global", "test"
 
     def _explain(self, model, data, rng):
-        time.sleep(60)
+        time.sleep(HANG_SECONDS)
 
 
 class KillsItself(Method):
@@ -69,7 +89,7 @@ def test_failures_are_isolated_per_cell(tmp_path):
         datasets=["iris"], models=["extra_trees[n_estimators=5]"],
         methods=[Raises(), Hangs(), KillsItself(), RegressionOnly(), NeedsMissingPackage(),
                  Constant(), "mdi"],
-        out=out, jobs=2, timeout=3, reports=False,
+        out=out, jobs=2, timeout=CELL_TIMEOUT, reports=False,
     )
     assert summary.line() == ("cells: 7 total, 2 done (0 reused), 1 skipped, 2 error, "
                               "1 timeout, 1 not installed")
@@ -78,7 +98,7 @@ def test_failures_are_isolated_per_cell(tmp_path):
     assert cells.loc["test_raises", "status"] == "error"
     assert "RuntimeError: boom on purpose" in cells.loc["test_raises", "reason"]
     assert cells.loc["test_hangs", "status"] == "timeout"
-    assert "timeout of 3 s" in cells.loc["test_hangs", "reason"]
+    assert f"timeout of {CELL_TIMEOUT} s" in cells.loc["test_hangs", "reason"]
     assert cells.loc["test_kills_itself", "status"] == "error"
     assert "SIGSEGV" in cells.loc["test_kills_itself", "reason"]
     assert cells.loc["test_regression_only", "status"] == "skipped"
@@ -88,7 +108,7 @@ def test_failures_are_isolated_per_cell(tmp_path):
     # a second run reuses done and skipped cells and retries the failed ones
     again = harness.compare(
         datasets=["iris"], models=["extra_trees[n_estimators=5]"],
-        methods=[Raises(), RegressionOnly(), Constant(), "mdi"], out=out, timeout=3,
+        methods=[Raises(), RegressionOnly(), Constant(), "mdi"], out=out, timeout=CELL_TIMEOUT,
         reports=False,
     )
     assert again.line() == "cells: 4 total, 2 done (2 reused), 1 skipped, 1 error, 0 timeout"
@@ -120,10 +140,11 @@ KILL_GRID = ["-d", "iris", "wine", "breast_cancer", "--model", "extra_trees[n_es
 def test_sigkill_then_rerun_recomputes_no_finished_cell(tmp_path, wait_for_cells):
     out = tmp_path / "run"
     command = [sys.executable, "-m", "harness", "compare", *KILL_GRID, "--out", str(out)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    # DEVNULL: a pipe nobody reads could fill and stall the runner
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     database = out / "results.sqlite"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + PATIENCE  # the kill waits for cells, not for a clock
     before = {}
     while time.monotonic() < deadline and process.poll() is None:
         if database.exists():
@@ -142,7 +163,7 @@ def test_sigkill_then_rerun_recomputes_no_finished_cell(tmp_path, wait_for_cells
     with sqlite3.connect(database) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
-    rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=PATIENCE)
     assert rerun.returncode == 0, rerun.stderr
     summary = [line for line in rerun.stdout.splitlines() if line.startswith("cells:")][0]
     assert summary == f"cells: 36 total, 36 done ({len(before)} reused), 0 skipped, 0 error, " \
@@ -162,6 +183,6 @@ def test_cells_fork_safely_after_the_parent_ran_parallel_kernels(tmp_path, iris)
     summary = harness.compare(
         datasets=["iris"], models=["extra_trees[n_estimators=5]"],
         methods=["treeshap[perturbation=interventional,n_background=10]"],
-        out=tmp_path / "run", jobs=2, timeout=120, reports=False,
+        out=tmp_path / "run", jobs=2, timeout=PATIENCE, reports=False,
     )
     assert summary.line() == "cells: 1 total, 1 done (0 reused), 0 skipped, 0 error, 0 timeout"

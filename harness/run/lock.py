@@ -54,7 +54,7 @@ class RunLock:
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
-        self._lock = FileLock(str(self.folder / LOCK_NAME), timeout=0, thread_local=False)
+        self._lock = FileLock(str(self.folder / LOCK_NAME), timeout=0)
 
     def __enter__(self) -> RunLock:
         try:
