@@ -58,7 +58,7 @@ binary tables the fully grown trees of both rules have the same expected MDI.
 
 The published LED columns K = 2..7 (Louppe et al. 2013) match ``rule="paper"`` within their
 Monte Carlo noise (max deviation 0.0045 bits), not ``rule="sklearn"`` (up to 0.013 bits), while
-``rule="sklearn"`` matches scikit-learn's own forests (``tests/test_exact_mdi.py``).
+``rule="sklearn"`` matches scikit-learn's own forests (``tests/oracle/test_exact_mdi.py``).
 
 Ties between split improvements are detected up to ``TIE_TOLERANCE`` bits. scikit-learn breaks
 a tie of exact arithmetic by draw order only if its floating-point sums of ``-p log2 p`` over

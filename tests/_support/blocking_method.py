@@ -2,7 +2,7 @@
 
 The cell's process writes its pid to ``$HARNESS_TEST_PIDFILE`` and waits (sleeping, as a
 hung cell would) until ``$HARNESS_TEST_RELEASE`` exists. Run a grid holding it with
-``python -m tests.blocking_method OUT`` from the repository root.
+``python -m tests._support.blocking_method OUT`` from the repository root.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from sklearn.ensemble import (
 
 from harness.forest.packed import pack_forest
 from harness.kernels.treeshap.path_dependent import path_dependent_shap
-from tests.shapley_by_subsets import shapley_by_subsets
+from tests._support.shapley_by_subsets import shapley_by_subsets
 
 shap = pytest.importorskip("shap")
 

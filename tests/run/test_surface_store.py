@@ -29,7 +29,7 @@ from harness.cli.main import main
 from harness.core.errors import StoreDamagedError, StoreLostError
 from harness.run.store import Store
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 GRID = dict(datasets=["iris", "led"], models=["extra_trees[n_estimators=4]"],
             methods=["mdi", "local_mdi"], seeds=[0], jobs=1, max_explain=20)
 DONE_CELLS = 4
@@ -224,7 +224,7 @@ def _start_blocking_runner(out: Path, tmp_path: Path) -> tuple[subprocess.Popen,
     pidfile, release = tmp_path / "cell.pid", tmp_path / "release"
     env = {**os.environ, "HARNESS_TEST_PIDFILE": str(pidfile),
            "HARNESS_TEST_RELEASE": str(release)}
-    process = subprocess.Popen([sys.executable, "-m", "tests.blocking_method", str(out)],
+    process = subprocess.Popen([sys.executable, "-m", "tests._support.blocking_method", str(out)],
                                cwd=REPO, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + PATIENCE

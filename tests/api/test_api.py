@@ -44,9 +44,9 @@ def test_design_example_end_to_end(tmp_path):
 
 def test_entry_point_plugins_are_discovered(monkeypatch):
     targets = {
-        "method": {"constant_plugin": "tests.plugin_example:ConstantImportance",
-                   "mdi": "tests.plugin_example:ConstantImportance",
-                   "broken_plugin": "tests.plugin_example:DoesNotExist"},
+        "method": {"constant_plugin": "tests._support.plugin_example:ConstantImportance",
+                   "mdi": "tests._support.plugin_example:ConstantImportance",
+                   "broken_plugin": "tests._support.plugin_example:DoesNotExist"},
         "dataset": {},
     }
     monkeypatch.setattr(registry, "_entry_point_targets",

@@ -1,9 +1,9 @@
 """Dask executor: same values as the local executors, failures isolated per cell.
 
 Every test runs against a real LocalCluster with worker processes. None depends on how fast
-the machine is: workers import what a cell needs before they join (``tests.dask_preload``),
-so the per-cell timeout measures the cell alone and is tens of times what the quick cells
-need on a busy machine (``tests.test_runner.CELL_TIMEOUT``); a cell that must outlast a
+the machine is: workers import what a cell needs before they join
+(``tests._support.dask_preload``), so the per-cell timeout measures the cell alone and is
+tens of times what the quick cells need on a busy machine (``tests.run.test_runner.CELL_TIMEOUT``); a cell that must outlast a
 timeout never ends by itself, or waits for a flag that the test raises once the timeout is
 stored.
 """
@@ -29,7 +29,7 @@ from harness.core.errors import HarnessError, NotInstalledError  # noqa: E402
 from harness.core.method import Method  # noqa: E402
 from harness.core.types import Importances  # noqa: E402
 from harness.run.results import RunResults  # noqa: E402
-from tests.test_runner import (  # noqa: E402  (workers import it too)
+from tests.run.test_runner import (  # noqa: E402  (workers import it too)
     CELL_TIMEOUT,
     HANG_SECONDS,
     Hangs,
@@ -42,8 +42,8 @@ from tests.test_runner import (  # noqa: E402  (workers import it too)
 
 @pytest.fixture(autouse=True)
 def _workers_import_before_they_join():
-    """Every worker started in a test (and every replacement) runs tests.dask_preload first."""
-    with dask.config.set({"distributed.worker.preload": ["tests.dask_preload"]}):
+    """Every worker started in a test (and every replacement) runs the preload first."""
+    with dask.config.set({"distributed.worker.preload": ["tests._support.dask_preload"]}):
         yield
 
 

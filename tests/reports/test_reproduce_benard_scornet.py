@@ -8,7 +8,7 @@ import pytest
 from harness.datasets.scornet_sqrt import sqrt_weights_truth
 from harness.reports.targets.base import VERDICTS, reproduce
 from harness.reports.targets.benard2022_sobol_mda import PUBLISHED
-from tests.gallery_pages import cell_timestamps, page_header, page_rows
+from tests._support.gallery_pages import cell_timestamps, page_header, page_rows
 
 TARGETS = ["benard2022-sobol-mda", "scornet-mdi-bias"]
 

@@ -1,4 +1,4 @@
-"""Exact expected MDI (harness/exact_mdi.py) against Thm 1, Thm 2, a literal replay of
+"""Exact expected MDI (harness/oracle/exact_mdi.py) against Thm 1, Thm 2, a literal replay of
 scikit-learn's RandomSplitter, Monte Carlo forests and the published LED table."""
 
 from __future__ import annotations

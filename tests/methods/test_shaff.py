@@ -17,7 +17,7 @@ from harness.estimators.shaff import all_subsets, shapley_kernel, shapley_operat
 from harness.forest.inbag import inbag_of, target_matrix
 from harness.forest.packed import as_float32_rows, pack_forest
 from harness.kernels.reroute.subset_projection import projected_oob_predictions
-from tests.shapley_by_subsets import shapley_by_subsets
+from tests._support.shapley_by_subsets import shapley_by_subsets
 
 warnings.filterwarnings("ignore", message="Some inputs do not have OOB scores")
 

@@ -25,7 +25,7 @@ import harness
 from harness.core.method import Method
 from harness.core.types import Importances
 from harness.run.store import from_blob
-from tests.test_runner import PATIENCE
+from tests.run.test_runner import PATIENCE
 
 KILL_GRID = ["-d", "iris", "wine", "--model", "random_forest[n_estimators=20]",
              "-m", "mdi", "saabas", "treeshap", "mda_bc", "sobol_mda",

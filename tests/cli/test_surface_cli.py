@@ -184,7 +184,7 @@ class QuickFake(Target):
 @pytest.fixture
 def fake_target(monkeypatch):
     monkeypatch.setattr(reproduce, "TARGETS",
-                        {"fake-target": "tests.test_surface_cli:QuickFake"})
+                        {"fake-target": "tests.cli.test_surface_cli:QuickFake"})
 
 
 # (argv after "reproduce fake-target", exit code, words on stderr, files under the work
@@ -227,7 +227,7 @@ def test_reproduce_defaults_are_not_the_committed_gallery():
 def test_the_committed_index_is_what_write_index_writes(tmp_path):
     """The committed gallery's index says how to refresh it (``--gallery``), in the words
     that :func:`harness.reports.targets.base.write_index` writes."""
-    committed = Path(__file__).parents[1] / reproduce.COMMITTED_GALLERY
+    committed = Path(__file__).parents[2] / reproduce.COMMITTED_GALLERY
     for summary in committed.glob("*.json"):
         (tmp_path / summary.name).write_text(summary.read_text())
     written = reproduce.write_index(tmp_path).read_text()
@@ -247,7 +247,7 @@ def test_out_naming_a_file_is_refused_and_the_file_kept(work, capsys):
 def test_reproduce_geurts_xor_quick_leaves_the_committed_gallery_alone(work, capsys):
     """The issue's own case, with the real target: run from a checkout, ``reproduce geurts-xor
     --quick`` once replaced four tracked files of reports/gallery."""
-    committed = Path(__file__).parents[1] / "reports" / "gallery"
+    committed = Path(__file__).parents[2] / "reports" / "gallery"
     gallery = work / "reports" / "gallery"
     gallery.mkdir(parents=True)
     names = ["geurts-xor.md", "geurts-xor.json", "geurts-xor.png", "index.md"]

@@ -1,4 +1,4 @@
-"""Dask worker preload of tests/test_dask.py: a worker imports what its cells need first.
+"""Dask worker preload of tests/run/test_dask.py: a worker imports what its cells need first.
 
 A fresh Dask worker would otherwise import the harness, the test methods and the compiled
 kernels inside its first cell, which the per-cell timeout counts from submission: a second on
@@ -10,7 +10,7 @@ cluster, so a timeout in the tests measures the cell alone.
 from __future__ import annotations
 
 import harness.run.executors.dask  # noqa: F401  (the worker side of a cell)
-import tests.test_dask  # noqa: F401  (the test methods, unpickled by reference)
+import tests.run.test_dask  # noqa: F401  (the test methods, unpickled by reference)
 from harness.core import registry
 
 for _name in ("mdi", "saabas"):  # the registered methods of the timed runs

@@ -10,7 +10,7 @@ from sklearn.ensemble import ExtraTreesClassifier, RandomForestRegressor
 import harness
 from harness.forest.packed import pack_forest
 from harness.kernels.treeshap.interventional import interventional_shap
-from tests.shapley_by_subsets import shapley_by_subsets
+from tests._support.shapley_by_subsets import shapley_by_subsets
 
 shap = pytest.importorskip("shap")
 

@@ -9,7 +9,7 @@ import pytest
 
 from harness.reports.targets.base import reproduce
 from harness.reports.targets.louppe2013_led import PUBLISHED
-from tests.gallery_pages import cell_timestamps, page_rows
+from tests._support.gallery_pages import cell_timestamps, page_rows
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 
 from harness.reports.targets.base import VERDICTS, reproduce
 from harness.reports.targets.sutera2021_table4 import PUBLISHED, Z_LIMIT
-from tests.gallery_pages import cell_timestamps, page_header, page_rows
+from tests._support.gallery_pages import cell_timestamps, page_header, page_rows
 
 NAMES = ["sutera2021-table4", "sutera2021-fig1", "sutera2021-fig2", "sutera2021-fig3"]
 STORES = ["sutera2021-local-quick", "sutera2021-fig1-quick"]
