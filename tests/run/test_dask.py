@@ -3,9 +3,9 @@
 Every test runs against a real LocalCluster with worker processes. None depends on how fast
 the machine is: workers import what a cell needs before they join
 (``tests._support.dask_preload``), so the per-cell timeout measures the cell alone and is
-tens of times what the quick cells need on a busy machine (``tests.run.test_runner.CELL_TIMEOUT``); a cell that must outlast a
-timeout never ends by itself, or waits for a flag that the test raises once the timeout is
-stored.
+tens of times what the quick cells need on a busy machine
+(``tests.run.test_runner.CELL_TIMEOUT``); a cell that must outlast a timeout never ends by
+itself, or waits for a flag that the test raises once the timeout is stored.
 """
 
 from __future__ import annotations
