@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from harness.estimators.subspace_experiment import (  # noqa: E402
+from harness.reports.targets._srs_experiment import (  # noqa: E402
     CurveSettings,
     claims,
     final_scores,
