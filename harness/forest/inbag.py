@@ -1,9 +1,10 @@
 """In-bag bookkeeping: which training rows each tree saw, and how many times.
 
-``inbag_of(model)`` returns the count matrix c[i, t] (times row i was drawn for tree t) and is
-computed once per fitted forest and cached on it, so every out-of-bag method of a run shares
-it. The counts come from scikit-learn's public ``estimators_samples_`` (the bootstrap indices
-regenerated from each tree's seed, weighted draws included), and ``check_training_rows``
+``inbag_of(model)`` returns the count matrix c[i, t] (times row i was drawn for tree t); it is
+computed once per fitted forest and kept beside it (:mod:`harness.forest.view`), so every
+out-of-bag method of a run shares it. The counts come from scikit-learn's public
+``estimators_samples_`` (the bootstrap indices regenerated from each tree's seed, weighted
+draws included), and ``check_training_rows``
 proves on the caller's rows that they are the rows the forest was fitted on: it rebuilds the
 leaf values of a tree from the in-bag rows and their counts (a tree fitted with counts as
 weights stores the count-weighted mean of y, or of the one-hot classes, in each leaf).
@@ -17,6 +18,7 @@ import numpy as np
 
 from harness.core.errors import BadInputError
 from harness.forest.packed import PackedForest, apply_packed, apply_tree, pack_forest
+from harness.forest.view import cached_form
 
 
 @dataclass
@@ -57,13 +59,15 @@ def _training_size(model) -> int:
 
 
 def inbag_of(model) -> InBag:
-    """In-bag counts of ``model`` (cached as ``model.harness_inbag_``).
+    """In-bag counts of ``model``, built once per fitted forest (kept by
+    :func:`harness.forest.view.cached_form`, never on ``model``).
 
     Without bootstrap every tree sees every row once, so there is no out-of-bag row.
     """
-    cached = getattr(model, "harness_inbag_", None)
-    if isinstance(cached, InBag) and cached.n_trees == len(model.estimators_):
-        return cached
+    return cached_form(model, "inbag", lambda: _count_inbag(model))
+
+
+def _count_inbag(model) -> InBag:
     n = _training_size(model)
     counts = np.empty((n, len(model.estimators_)), dtype=np.int32)
     if not getattr(model, "bootstrap", False):
@@ -71,9 +75,7 @@ def inbag_of(model) -> InBag:
     else:
         for t, drawn in enumerate(model.estimators_samples_):
             counts[:, t] = np.bincount(drawn, minlength=n)
-    inbag = InBag(counts)
-    model.harness_inbag_ = inbag
-    return inbag
+    return InBag(counts)
 
 
 def class_codes(model, y: np.ndarray) -> np.ndarray:

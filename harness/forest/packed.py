@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from harness.forest.sklearn import flatten_forest, is_classifier
+from harness.forest.view import cached_form
 
 
 @dataclass
@@ -60,13 +61,12 @@ class PackedForest:
 
 
 def pack_forest(model) -> PackedForest:
-    """Pack a fitted RF/ExtraTrees forest once; the result is cached on ``model``.
+    """Pack a fitted RF/ExtraTrees forest once (kept by :func:`harness.forest.view.cached_form`,
+    never on ``model``)."""
+    return cached_form(model, "packed", lambda: _pack(model))
 
-    The cache lives in ``model.harness_packed_`` and is rebuilt if the forest changed size.
-    """
-    cached = getattr(model, "harness_packed_", None)
-    if isinstance(cached, PackedForest) and cached.n_trees == len(model.estimators_):
-        return cached
+
+def _pack(model) -> PackedForest:
     trees = flatten_forest(model)
     sizes = np.array([tree.n_nodes for tree in trees], dtype=np.int64)
     packed = PackedForest(
@@ -82,7 +82,6 @@ def pack_forest(model) -> PackedForest:
         n_features=int(model.n_features_in_),
         classifier=is_classifier(model),
     )
-    model.harness_packed_ = packed
     return packed
 
 

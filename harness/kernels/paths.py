@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit, prange
 
 from harness.forest.packed import PackedForest, as_float32_rows, pack_forest
+from harness.forest.view import cached_form
 
 #: Rows of a block when every class is accumulated: the block's output stays in cache.
 WIDE_BLOCK_ROWS = 256
@@ -88,13 +89,9 @@ def compact_forest(packed: PackedForest) -> PathForest:
 
 
 def path_forest(model) -> PathForest:
-    """The compact path-walk form of a fitted forest, built once and cached on ``model``."""
-    packed = pack_forest(model)
-    cached = getattr(model, "harness_path_forest_", None)
-    if not (isinstance(cached, PathForest) and cached.packed is packed):
-        cached = compact_forest(packed)
-        model.harness_path_forest_ = cached
-    return cached
+    """The compact path-walk form of a fitted forest, built once per fitted forest (kept by
+    :func:`harness.forest.view.cached_form`, never on ``model``)."""
+    return cached_form(model, "paths", lambda: compact_forest(pack_forest(model)))
 
 
 def _block_rows(n: int, limit: int) -> int:
