@@ -24,7 +24,7 @@ distributed = pytest.importorskip("distributed")
 import dask  # noqa: E402
 
 import harness  # noqa: E402
-from harness import dask_executor  # noqa: E402
+from harness.run.executors import dask as dask_executor  # noqa: E402
 from harness.core.errors import HarnessError, NotInstalledError  # noqa: E402
 from harness.core.method import Method  # noqa: E402
 from harness.core.types import Importances  # noqa: E402
