@@ -24,10 +24,10 @@ distributed = pytest.importorskip("distributed")
 import dask  # noqa: E402
 
 import harness  # noqa: E402
-from harness.run.executors import dask as dask_executor  # noqa: E402
 from harness.core.errors import HarnessError, NotInstalledError  # noqa: E402
 from harness.core.method import Method  # noqa: E402
 from harness.core.types import Importances  # noqa: E402
+from harness.run.executors import dask as dask_executor  # noqa: E402
 from harness.run.results import RunResults  # noqa: E402
 from tests.run.test_runner import (  # noqa: E402  (workers import it too)
     CELL_TIMEOUT,
