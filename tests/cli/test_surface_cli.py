@@ -183,8 +183,8 @@ class QuickFake(Target):
 
 @pytest.fixture
 def fake_target(monkeypatch):
-    monkeypatch.setattr(reproduce, "TARGETS",
-                        {"fake-target": "tests.cli.test_surface_cli:QuickFake"})
+    # the registry's dict of targets, which reproduce.TARGETS is
+    monkeypatch.setitem(reproduce.TARGETS, "fake-target", "tests.cli.test_surface_cli:QuickFake")
 
 
 # (argv after "reproduce fake-target", exit code, words on stderr, files under the work
