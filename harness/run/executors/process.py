@@ -14,6 +14,7 @@ bounds to other work of the runner, such as fitting a model.
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import multiprocessing
 import os
@@ -86,20 +87,22 @@ def bound_child(parent: int, timeout: float | None, max_memory: float | None) ->
         _limit_memory(max_memory)
 
 
-def _child(writer, cell: Cell, inputs: CellInput, parent: int, timeout: float | None,
+def _child(writer, compute: Callable[[], dict], parent: int, timeout: float | None,
            max_memory: float | None) -> None:
+    """Body of every forked child: bound it, compute its outcome (a dict with a ``status``),
+    send that back through ``writer`` and exit without running the parent's cleanup."""
     try:
         bound_child(parent, timeout, max_memory)
-        result = run_one(cell, inputs)
+        outcome = compute()
     except BaseException as exc:  # run_one catches Exception; this is for the rest
-        result = {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
-                  "traceback": traceback.format_exc()}
+        outcome = {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
+                   "traceback": traceback.format_exc()}
     if max_memory is not None:
-        result = memory_limit_reason(result, max_memory)
+        outcome = memory_limit_reason(outcome, max_memory)
     try:
-        writer.send(result)
+        writer.send(outcome)
     except Exception as exc:
-        writer.send({"status": "error", "reason": f"result could not be sent back: {exc}"})
+        writer.send({"status": "error", "reason": f"the result could not be sent back: {exc}"})
     writer.close()
     os._exit(0)
 
@@ -114,24 +117,6 @@ def _death_reason(exitcode: int | None) -> str:
     return f"the cell's process exited with code {exitcode} before returning a result"
 
 
-def _call_child(writer, function: Callable, args: tuple, parent: int, timeout: float | None,
-                max_memory: float | None) -> None:
-    try:
-        bound_child(parent, timeout, max_memory)
-        outcome = {"status": "done", "value": function(*args)}
-    except BaseException as exc:
-        outcome = {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
-                   "traceback": traceback.format_exc()}
-        if max_memory is not None:
-            outcome = memory_limit_reason(outcome, max_memory)
-    try:
-        writer.send(outcome)
-    except Exception as exc:
-        writer.send({"status": "error", "reason": f"the result could not be sent back: {exc}"})
-    writer.close()
-    os._exit(0)
-
-
 def call_bounded(function: Callable, args: tuple, timeout: float | None,
                  max_memory: float | None, what: str) -> dict:
     """Call ``function(*args)`` in a forked child bounded like a cell.
@@ -144,8 +129,11 @@ def call_bounded(function: Callable, args: tuple, timeout: float | None,
     """
     context = multiprocessing.get_context("fork")
     reader, writer = context.Pipe(duplex=False)
-    process = context.Process(target=_call_child, daemon=True,
-                              args=(writer, function, args, os.getpid(), timeout, max_memory))
+    def compute() -> dict:
+        return {"status": "done", "value": function(*args)}
+
+    process = context.Process(target=_child, daemon=True,
+                              args=(writer, compute, os.getpid(), timeout, max_memory))
     process.start()
     writer.close()
     try:
@@ -190,7 +178,8 @@ class ProcessExecutor:
                     reader, writer = context.Pipe(duplex=False)
                     process = context.Process(
                         target=_child, daemon=True,
-                        args=(writer, cell, inputs, os.getpid(), self.timeout, self.max_memory))
+                        args=(writer, functools.partial(run_one, cell, inputs), os.getpid(),
+                              self.timeout, self.max_memory))
                     process.start()
                     writer.close()
                     deadline = (time.monotonic() + self.timeout) if self.timeout else None
