@@ -272,6 +272,12 @@ class Store:
         row = self._truth_row(dataset, seed)
         if row is None or row["truth"] is None:
             return None
+        if not isinstance(row["truth"], str):  # a pickle of an older store: never loaded
+            try:
+                decode_truth(row["truth"], {})
+            except TruthFormatError as exc:
+                self.unreadable_truth.append((dataset, seed, str(exc)))
+            return None
         rows = self._guard(lambda: self._conn.execute(
             "SELECT name, npy FROM truth_arrays WHERE dataset_key = ?", (row["key"],)
         ).fetchall())
