@@ -64,7 +64,7 @@ def test_a_run_now_reuses_the_old_cells_and_computes_the_same_values(old_run, tm
     assert fresh.done == 6
     new = _arrays(tmp_path / "fresh")
     assert sorted(new) == sorted(old)  # the same cell keys
-    for key, (status, arrays) in old.items():
+    for key, (_, arrays) in old.items():
         for name, value in arrays.items():
             expected = new[key][1][name]
             assert (value is None) == (expected is None), (key, name)
