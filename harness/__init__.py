@@ -12,6 +12,7 @@ Public API (see DESIGN.md)::
 """
 
 from harness.api import explain, list_datasets, list_methods, load_dataset
+from harness.core.dataset import DatasetSource
 from harness.core.errors import (
     BadInputError,
     HarnessError,
@@ -21,6 +22,7 @@ from harness.core.errors import (
     UnknownNameError,
 )
 from harness.core.method import ExplainData, Method
+from harness.core.params import Boolean, Interval, NoneValue, Options, Param
 from harness.core.types import Dataset, GroundTruth, Importances, TruthVector
 from harness.forest.models import ModelSpec, fit_model
 from harness.run.results import load_results
@@ -29,6 +31,7 @@ from harness.run.runner import compare
 __version__ = "0.1.0"
 
 __all__ = [
+    "Boolean", "DatasetSource", "Interval", "NoneValue", "Options", "Param",
     "BadInputError", "Dataset", "ExplainData", "GroundTruth", "HarnessError", "Importances",
     "InvalidParameterError", "Method", "MethodSkipped", "ModelSpec", "NotInstalledError",
     "TruthVector", "UnknownNameError", "compare", "explain", "fit_model", "list_datasets",

@@ -61,6 +61,10 @@ class Method:
     summary: ClassVar[str] = ""
     #: pip names of ``requires`` entries whose import name differs (sage: sage-importance)
     distributions: ClassVar[dict[str, str]] = {}
+    #: What the values are in and what they explain, for an ``_explain`` that returns a plain
+    #: array (the base class then builds the :class:`Importances`).
+    unit: ClassVar[str] = ""
+    explains: ClassVar[str] = ""
 
     def __init__(self, **params: Any) -> None:
         self.params = validate_params(self.name, self.parameters, params)
@@ -103,11 +107,37 @@ class Method:
         return None
 
     def explain(self, model: Any, data: ExplainData, rng: np.random.Generator) -> Importances:
-        """Run the method; only this call is timed."""
+        """Run the method; only this call is timed.
+
+        ``_explain`` may return an :class:`Importances`, or just the values as an array: the
+        base class then fills in ``scope`` (the class's), ``feature_names`` (the data's),
+        ``unit`` and ``explains`` (the class's). Either way the result must have the class's
+        scope and the data's feature names, or :class:`TypeError` says what is wrong with the
+        method (a result under the wrong names would be a silently wrong answer).
+        """
         start = time.perf_counter()
         result = self._explain(model, data, rng)
-        result.time_explain = time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        result = self._as_importances(result, data)
+        result.time_explain = elapsed
         result.method = repr(self)
+        return result
+
+    def _as_importances(self, result: Any, data: ExplainData) -> Importances:
+        if not isinstance(result, Importances):
+            if not (self.unit and self.explains):
+                raise TypeError(
+                    f"{type(self).__name__}._explain returned {type(result).__name__}; a "
+                    "method that returns plain values must declare the class attributes "
+                    "'unit' and 'explains' (or return an Importances).")
+            return Importances(np.asarray(result, dtype=float), self.scope,
+                               list(data.feature_names), self.unit, self.explains)
+        if result.scope != self.scope:
+            raise TypeError(f"{type(self).__name__} is declared {self.scope!r} but returned "
+                            f"{result.scope!r} importances.")
+        if list(result.feature_names) != list(data.feature_names):
+            raise TypeError(f"{type(self).__name__} returned values for features "
+                            f"{list(result.feature_names)}; expected {list(data.feature_names)}.")
         return result
 
     def _explain(
