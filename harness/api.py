@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 
 from harness.core import registry
-from harness.core.errors import MethodSkipped, NotInstalledError
 from harness.core.method import Method
 from harness.core.types import Dataset, Importances
-from harness.run.inputs import check_X, check_y, validate_explain_inputs
+from harness.run.inputs import check_X, check_y
+from harness.run.protocol import ExplainRequest, run_protocol
 
 
 def _param_summary(params) -> dict[str, Any]:
@@ -98,25 +98,13 @@ def explain(
         When an optional package the method needs is missing.
     """
     instance = method if isinstance(method, Method) else registry.make_method(method, **params)
-    # before the install check: bad input is refused the same way wherever it is run
-    data = validate_explain_inputs(model, X, y, sample_weight=sample_weight, seed=seed)
-    missing = instance.missing_packages()
-    if missing:
-        raise NotInstalledError(
-            f"{instance.name} needs {', '.join(missing)}; install it with "
-            f"{instance.install_hint()}."
-        )
-    reason = instance.skip(model, data)
-    if reason:
-        raise MethodSkipped(reason)
-    instance.prepare()
+    request = ExplainRequest(X, y, sample_weight)
     if not progress:
-        return instance.explain(model, data, np.random.default_rng(seed))
+        return run_protocol(instance, model, request, seed)
     from tqdm.auto import tqdm
 
     with tqdm(total=100, desc=repr(instance), unit="%") as bar:
         def advance(fraction: float) -> None:
             bar.update(max(0, round(100 * min(fraction, 1.0)) - bar.n))
 
-        data.progress = advance
-        return instance.explain(model, data, np.random.default_rng(seed))
+        return run_protocol(instance, model, request, seed, progress=advance)

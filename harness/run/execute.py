@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.core.method import ExplainData
+from harness.core.errors import BadInputError, MethodSkipped, NotInstalledError
 from harness.forest.sklearn import predict_output
+from harness.run.cell_result import CellResult
 from harness.run.cells import Cell
+from harness.run.protocol import ExplainRequest, run_protocol
 
 
 @dataclass
@@ -19,44 +21,44 @@ class CellInput:
     """What a cell needs besides its configuration: the fitted model and the rows."""
 
     model: Any
-    data: ExplainData
+    data: ExplainRequest
     sample_index: np.ndarray  # rows of the dataset that ``data`` holds
 
 
-def run_one(cell: Cell, inputs: CellInput) -> dict[str, Any]:
-    """Explain one cell and return a result dict with a status from the closed set.
+def run_one(cell: Cell, inputs: CellInput) -> CellResult:
+    """Explain one cell through :func:`harness.run.protocol.run_protocol`.
 
-    Only ``method.explain`` is timed as ``time_explain``; the model's own predict on the same
-    rows is timed separately (``time_predict``) for the timing report's ratio.
+    Every outcome is a :class:`CellResult` with a status from the closed set: bad inputs
+    and exceptions are ``error``, a missing package ``not_installed``, a declined cell
+    ``skipped``. Only ``method.explain`` is timed as ``time_explain``; the model's own predict
+    on the same rows is timed separately (``time_predict``) for the timing report's ratio.
     """
-    method = cell.method
-    missing = method.missing_packages()
-    if missing:
-        return {"status": "not_installed",
-                "reason": f"needs {', '.join(missing)} ({method.install_hint()})"}
     try:
-        reason = method.skip(inputs.model, inputs.data)
-        if reason:
-            return {"status": "skipped", "reason": reason}
-        method.prepare()  # usually already done by the runner before forking
-        importances = method.explain(inputs.model, inputs.data, np.random.default_rng(cell.seed))
+        importances = run_protocol(cell.method, inputs.model, inputs.data, cell.seed)
+    except NotInstalledError as exc:
+        return CellResult.failure("not_installed", str(exc))
+    except MethodSkipped as exc:
+        return CellResult.failure("skipped", str(exc))
+    except BadInputError as exc:
+        return CellResult.failure("error", f"checking the inputs failed: {exc}")
     except Exception as exc:
-        return {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc()}
+        return CellResult.failure("error", f"{type(exc).__name__}: {exc}",
+                                  traceback.format_exc())
+    X = np.asarray(inputs.data.X, dtype=float)
     start = time.perf_counter()
-    predict_output(inputs.model, inputs.data.X)
+    predict_output(inputs.model, X)
     time_predict = time.perf_counter() - start
     sample_index = inputs.sample_index
     if importances.sample_index is not None:
         sample_index = sample_index[importances.sample_index]
     values = importances.values
-    return {
-        "status": "done", "scope": importances.scope, "unit": importances.unit,
-        "explains": importances.explains, "feature_names": importances.feature_names,
-        "time_explain": importances.time_explain, "time_predict": time_predict,
-        "n_explained": int(inputs.data.X.shape[0]), "values": values,
-        "std": importances.std, "base_values": importances.base_values,
-        "sample_index": sample_index if importances.scope == "local" else None,
-        "extra": importances.extra,
-        "reason": None if np.all(np.isfinite(values)) else "values contain NaN or inf",
-    }
+    return CellResult(
+        status="done", scope=importances.scope, unit=importances.unit,
+        explains=importances.explains, feature_names=importances.feature_names,
+        time_explain=importances.time_explain, time_predict=time_predict,
+        n_explained=int(X.shape[0]), values=values, std=importances.std,
+        base_values=importances.base_values,
+        sample_index=sample_index if importances.scope == "local" else None,
+        extra=importances.extra,
+        reason=None if np.all(np.isfinite(values)) else "values contain NaN or inf",
+    )

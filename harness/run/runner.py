@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import time
 import traceback
@@ -16,15 +17,16 @@ from harness.core import registry
 from harness.core.errors import BadInputError, HarnessError
 from harness.forest.models import fit_model
 from harness.forest.sklearn import predict_output
+from harness.run.cell_result import FINAL_STATUSES, CellResult
 from harness.run.cells import Cell, expand_datasets, expand_methods, expand_models, iter_cells
 from harness.run.defaults import DEFAULT_GRID
 from harness.run.execute import CellInput
 from harness.run.executors import make_executor
 from harness.run.executors.process import call_bounded
-from harness.run.inputs import validate_explain_inputs
 from harness.run.lock import RunLock
 from harness.run.options import check_option, compare_options, reject_repeats
-from harness.run.store import FINAL_STATUSES, Store
+from harness.run.protocol import ExplainRequest
+from harness.run.store import Store
 
 
 @dataclass
@@ -172,10 +174,10 @@ def _run_cells(cells: list[Cell], store: Store, executor_obj, summary: RunSummar
     versions = _versions()
 
     def record(cell: Cell, result: dict) -> None:
-        result = {**result, "versions": versions}
+        result = dataclasses.replace(result, versions=versions)
         store.record_cell(cell.meta(), result)
-        _count(summary, result["status"])
-        notify("cell", (cell, result["status"]))
+        _count(summary, result.status)
+        notify("cell", (cell, result.status))
 
     _refresh_truth(cells, todo, store)
     tasks = _prepare(todo, store, record, notify, limits)
@@ -221,23 +223,20 @@ def _count(summary: RunSummary, status: str) -> None:
     setattr(summary, attribute, getattr(summary, attribute) + 1)
 
 
-def _failure(stage: str, exc: BaseException) -> dict:
-    return {"status": "error", "reason": f"{stage} failed: {type(exc).__name__}: {exc}",
-            "traceback": traceback.format_exc()}
+def _failure(stage: str, exc: BaseException) -> CellResult:
+    return CellResult.failure("error", f"{stage} failed: {type(exc).__name__}: {exc}",
+                              traceback.format_exc())
 
 
-def _fit(cell: Cell, dataset, limits: FitLimits) -> tuple[Any, dict | None]:
+def _fit(cell: Cell, dataset, limits: FitLimits) -> tuple[Any, CellResult | None]:
     """The fitted model of a cell group, or None and the failure that its cells record."""
     if not limits.isolated:
         try:
             return fit_model(cell.model, dataset, cell.seed), None
         except Exception as exc:
             return None, _failure("fitting the model", exc)
-    outcome = call_bounded(fit_model, (cell.model, dataset, cell.seed), limits.timeout,
-                           limits.max_memory, "fitting the model")
-    if outcome["status"] != "done":
-        return None, outcome
-    return outcome["value"], None
+    return call_bounded(fit_model, (cell.model, dataset, cell.seed), limits.timeout,
+                        limits.max_memory, "fitting the model")
 
 
 def _prepare(todo: list[Cell], store: Store, record, notify,
@@ -275,13 +274,9 @@ def _prepare(todo: list[Cell], store: Store, record, notify,
         for cell in group:
             rows = _explain_rows(model, dataset, cell)
             weight = None if dataset.sample_weight is None else dataset.sample_weight[rows]
-            try:  # the checks of harness.explain: one explain protocol for both
-                data = validate_explain_inputs(model, dataset.X[rows], dataset.y[rows],
-                                               sample_weight=weight, seed=cell.seed,
-                                               feature_names=dataset.feature_names)
-            except BadInputError as exc:
-                record(cell, {"status": "error", "reason": f"checking the inputs failed: {exc}"})
-                continue
+            # validated in the cell, by the protocol harness.explain runs too
+            data = ExplainRequest(dataset.X[rows], dataset.y[rows], sample_weight=weight,
+                                  feature_names=dataset.feature_names)
             tasks.append((cell, CellInput(model=model, data=data, sample_index=rows)))
     return tasks
 

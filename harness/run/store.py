@@ -14,7 +14,6 @@ deleted or replaced while a run writes to it raises :class:`~harness.core.errors
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import sqlite3
@@ -25,21 +24,20 @@ from typing import Any
 import numpy as np
 
 from harness.core.errors import BadInputError, StoreDamagedError, StoreLostError
+from harness.run.cell_result import (  # noqa: F401 (to_blob, from_blob, STATUSES: re-exported)
+    ARRAY_COLUMNS,
+    CELL_COLUMNS,
+    FINAL_STATUSES,
+    STATUSES,
+    CellResult,
+    from_blob,
+    to_blob,
+)
 from harness.run.truth_record import TruthFormatError, decode_truth, encode_truth
 
-STATUSES = ("done", "skipped", "not_installed", "error", "timeout")
-FINAL_STATUSES = ("done", "skipped")  # reused by later runs; the others are retried
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS cells (
-    key TEXT PRIMARY KEY, status TEXT NOT NULL, reason TEXT, traceback TEXT,
-    dataset TEXT, dataset_name TEXT, dataset_params TEXT, model TEXT, model_name TEXT,
-    model_params TEXT, seed INTEGER, method TEXT, method_name TEXT, method_params TEXT,
-    scope TEXT, unit TEXT, explains TEXT, feature_names TEXT, time_explain REAL,
-    time_predict REAL, n_explained INTEGER, explain_on TEXT,
-    vals BLOB, std BLOB, base_values BLOB, sample_index BLOB, extra TEXT,
-    versions TEXT, created REAL
-);
+CELLS_TABLE = ("CREATE TABLE IF NOT EXISTS cells (\n    "
+               + ",\n    ".join(f"{c} {t}" for c, t in CELL_COLUMNS.items()) + "\n);")
+SCHEMA = CELLS_TABLE + """
 CREATE TABLE IF NOT EXISTS models (
     key TEXT PRIMARY KEY, dataset TEXT, model TEXT, seed INTEGER, task TEXT,
     fit_time REAL, score REAL, score_name TEXT, n_train INTEGER, n_test INTEGER,
@@ -60,21 +58,6 @@ INSERT INTO cells ({columns}) VALUES ({marks})
 ON CONFLICT(key) DO UPDATE SET {updates}
 WHERE cells.status != 'done' OR excluded.status = 'done'
 """
-
-
-
-def to_blob(array: np.ndarray | None) -> bytes | None:
-    if array is None:
-        return None
-    buffer = io.BytesIO()
-    np.save(buffer, np.asarray(array), allow_pickle=False)
-    return buffer.getvalue()
-
-
-def from_blob(blob: bytes | None) -> np.ndarray | None:
-    if blob is None:
-        return None
-    return np.load(io.BytesIO(blob), allow_pickle=False)
 
 
 class Store:
@@ -183,32 +166,10 @@ class Store:
         return self._guard(
             lambda: dict(self._conn.execute("SELECT key, status FROM cells").fetchall()))
 
-    def record_cell(self, meta: dict[str, Any], result: dict[str, Any]) -> bool:
+    def record_cell(self, meta: dict[str, Any], result: CellResult) -> bool:
         """Write one cell atomically, replacing an earlier attempt unless that one is ``done``
         and this one is not. Returns whether the row was written."""
-        if result["status"] not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}; got {result['status']!r}")
-        row = {
-            **{k: meta.get(k) for k in (
-                "key", "dataset", "dataset_name", "model", "model_name", "seed", "method",
-                "method_name", "explain_on")},
-            "dataset_params": json.dumps(meta.get("dataset_params", {})),
-            "model_params": json.dumps(meta.get("model_params", {})),
-            "method_params": json.dumps(meta.get("method_params", {})),
-            "status": result["status"], "reason": result.get("reason"),
-            "traceback": result.get("traceback"), "scope": result.get("scope"),
-            "unit": result.get("unit"), "explains": result.get("explains"),
-            "feature_names": json.dumps(result.get("feature_names")),
-            "time_explain": result.get("time_explain"),
-            "time_predict": result.get("time_predict"),
-            "n_explained": result.get("n_explained"),
-            "vals": to_blob(result.get("values")), "std": to_blob(result.get("std")),
-            "base_values": to_blob(result.get("base_values")),
-            "sample_index": to_blob(result.get("sample_index")),
-            "extra": json.dumps(result.get("extra", {}), default=str),
-            "versions": json.dumps(result.get("versions", {})),
-            "created": time.time(),
-        }
+        row = result.to_row(meta)
         sql = UPSERT_KEEPING_DONE.format(
             columns=", ".join(row), marks=", ".join("?" for _ in row),
             updates=", ".join(f"{c} = excluded.{c}" for c in row if c != "key"))
@@ -216,22 +177,23 @@ class Store:
         self._write([(sql, list(row.values()))])
         return self._conn.total_changes > before
 
+    def cell_result(self, key: str) -> CellResult:
+        """The stored result of one cell."""
+        row = self._guard(lambda: self._conn.execute(
+            "SELECT * FROM cells WHERE key = ?", (key,)).fetchone())
+        if row is None:
+            raise KeyError(key)
+        return self._guard(lambda: CellResult.from_row(row))
+
     def cell_rows(self) -> list[sqlite3.Row]:
         return self._guard(lambda: self._conn.execute(
             "SELECT * FROM cells ORDER BY dataset, model, seed, method"
         ).fetchall())
 
     def cell_arrays(self, key: str) -> dict[str, np.ndarray | None]:
-        row = self._guard(lambda: self._conn.execute(
-            "SELECT vals, std, base_values, sample_index FROM cells WHERE key = ?", (key,)
-        ).fetchone())
-        if row is None:
-            raise KeyError(key)
-        return self._guard(lambda: {
-            "values": from_blob(row["vals"]), "std": from_blob(row["std"]),
-            "base_values": from_blob(row["base_values"]),
-            "sample_index": from_blob(row["sample_index"]),
-        })
+        """values, std, base_values and sample_index of one cell."""
+        result = self.cell_result(key)
+        return {name: getattr(result, name) for name in ARRAY_COLUMNS}
 
     # --- models and datasets ------------------------------------------------------------
     def record_model(self, info: dict[str, Any]) -> None:

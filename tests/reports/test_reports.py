@@ -13,6 +13,7 @@ from harness.core.types import Dataset, GroundTruth, TruthVector
 from harness.reports import accuracy, correlation, timing
 from harness.reports.base import rowwise_pearson, rowwise_spearman
 from harness.reports.index import build_reports, default_reports
+from harness.run.cell_result import CellResult
 from harness.run.results import RunResults
 from harness.run.store import Store
 
@@ -54,7 +55,7 @@ def _cell(store: Store, method: str, status: str = "done", scope: str = "global"
             "sample_index": (EXPLAINED if sample_index is None else sample_index)
             if scope == "local" else None,
         })
-    store.record_cell(meta, result)
+    store.record_cell(meta, CellResult(**result))
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ import pytest
 import harness
 from harness.cli.main import main
 from harness.core.errors import StoreDamagedError, StoreLostError
+from harness.run.cell_result import CellResult
 from harness.run.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -186,7 +187,7 @@ def test_a_stored_done_cell_is_never_replaced_by_a_failure(writes, stored, tmp_p
     with Store(tmp_path) as store:
         for number, status in enumerate(writes):
             values = np.full(3, float(number)) if status == "done" else None
-            store.record_cell({"key": "k"}, {"status": status, "values": values})
+            store.record_cell({"key": "k"}, CellResult(status, values=values))
         row = store._conn.execute("SELECT status, vals FROM cells").fetchone()
     assert row["status"] == stored
     last_done = max((i for i, s in enumerate(writes) if s == "done"), default=None)
@@ -197,10 +198,10 @@ def test_a_stored_done_cell_is_never_replaced_by_a_failure(writes, stored, tmp_p
 
 def test_a_store_deleted_mid_run_is_said_lost_not_intact(tmp_path):
     with Store(tmp_path) as store:
-        store.record_cell({"key": "a"}, {"status": "done", "values": np.ones(2)})
+        store.record_cell({"key": "a"}, CellResult("done", values=np.ones(2)))
         (tmp_path / "results.sqlite").unlink()
         with pytest.raises(StoreLostError) as raised:
-            store.record_cell({"key": "b"}, {"status": "done", "values": np.ones(2)})
+            store.record_cell({"key": "b"}, CellResult("done", values=np.ones(2)))
     assert "deleted or replaced" in str(raised.value)
     assert "intact" not in str(raised.value)
 

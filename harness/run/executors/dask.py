@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.errors import BadInputError, NotInstalledError
+from harness.run.cell_result import CellResult
 from harness.run.cells import Cell
 from harness.run.execute import CellInput, run_one
 from harness.run.executors.process import OnResult, Task
@@ -63,13 +64,13 @@ def _import_distributed():
     return dask, distributed
 
 
-def _run_cell(cell: Cell, model: Any, data: Any, sample_index: Any) -> dict[str, Any]:
+def _run_cell(cell: Cell, model: Any, data: Any, sample_index: Any) -> CellResult:
     """Worker side of a cell: :func:`harness.run.execute.run_one` on the worker's model copy."""
     try:
         return run_one(cell, CellInput(model=model, data=data, sample_index=sample_index))
     except BaseException as exc:  # run_one catches Exception; this is for the rest
-        return {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc()}
+        return CellResult.failure("error", f"{type(exc).__name__}: {exc}",
+                                  traceback.format_exc())
 
 
 def _thread_is_free() -> None:
@@ -223,7 +224,7 @@ class _Run:
             if futures and self.client is not None:
                 self.client.cancel(futures)
 
-    def finish(self, cell: Cell, inputs: CellInput, result: dict) -> None:
+    def finish(self, cell: Cell, inputs: CellInput, result: CellResult) -> None:
         shared = self.models[id(inputs.model)]
         shared.remaining -= 1
         if shared.remaining == 0:
@@ -251,7 +252,7 @@ class _Run:
                       f"exceeded the per-cell timeout; restart its workers and run again")
             while self.pending:
                 cell, inputs, _ = self.pending.popleft()
-                self.finish(cell, inputs, {"status": "error", "reason": reason})
+                self.finish(cell, inputs, CellResult.failure("error", reason))
 
     def submit(self, address: str, cell: Cell, inputs: CellInput, attempt: int) -> None:
         shared = self.models[id(inputs.model)]
@@ -294,23 +295,23 @@ class _Run:
         else:
             self.finish(flight.cell, flight.inputs, result)
 
-    def outcome(self, flight: _Flight) -> dict | None:
+    def outcome(self, flight: _Flight) -> CellResult | None:
         """The cell's result from its finished future, or None to submit the cell again."""
         try:
             return flight.future.result()
         except self.executor.distributed.KilledWorker as exc:
             self.retired.update({flight.worker, exc.last_worker.address})
-            return {"status": "error",
-                    "reason": f"the cell's worker died before returning a result (segfault, "
-                              f"os._exit, out-of-memory or external kill); Dask reported "
-                              f"KilledWorker for worker {exc.last_worker.address}"}
+            return CellResult.failure(
+                "error", f"the cell's worker died before returning a result (segfault, "
+                         f"os._exit, out-of-memory or external kill); Dask reported "
+                         f"KilledWorker for worker {exc.last_worker.address}")
         except Exception as exc:
             lost = (flight.model_future.status != "finished"
                     or getattr(exc, "reason", None) == "lost dependencies")
             if flight.future.status == "cancelled" and lost and flight.attempt < MAX_ATTEMPTS:
                 return None  # its model's last copy died with another cell's worker
-            return {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
-                    "traceback": "".join(traceback.format_exception(exc))}
+            return CellResult.failure("error", f"{type(exc).__name__}: {exc}",
+                                      "".join(traceback.format_exception(exc)))
 
     def stop_expired(self) -> None:
         now = time.monotonic()
@@ -319,7 +320,7 @@ class _Run:
         for flight in expired:
             if self.running.pop(flight.future.key, None) is not None:  # not yet resubmitted
                 reason = self.stop(flight)
-                self.finish(flight.cell, flight.inputs, {"status": "timeout", "reason": reason})
+                self.finish(flight.cell, flight.inputs, CellResult.failure("timeout", reason))
 
     def stop(self, flight: _Flight) -> str:
         """Cancel a cell past its timeout and free its thread; the timeout's reason."""

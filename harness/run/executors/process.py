@@ -24,12 +24,15 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.connection import wait
+from typing import Any
 
+from harness.run.cell_result import CellResult
 from harness.run.cells import Cell
 from harness.run.execute import CellInput, run_one
 
-OnResult = Callable[[Cell, dict], None]
+OnResult = Callable[[Cell, CellResult], None]
 Task = tuple[Cell, CellInput]
 
 
@@ -44,12 +47,12 @@ def _limit_memory(max_memory: float) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def memory_limit_reason(result: dict, max_memory: float) -> dict:
+def memory_limit_reason(result: CellResult, max_memory: float) -> CellResult:
     """Name the per-cell memory limit in the reason of a cell that ran out of memory."""
-    reason = result.get("reason") or ""
-    if result.get("status") == "error" and reason.startswith("MemoryError"):
-        result = {**result, "reason": f"exceeded the per-cell memory limit of "
-                                      f"{max_memory / 2**20:.0f} MiB ({reason})"}
+    reason = result.reason or ""
+    if result.status == "error" and reason.startswith("MemoryError"):
+        result = result.with_reason(f"exceeded the per-cell memory limit of "
+                                    f"{max_memory / 2**20:.0f} MiB ({reason})")
     return result
 
 
@@ -87,22 +90,22 @@ def bound_child(parent: int, timeout: float | None, max_memory: float | None) ->
         _limit_memory(max_memory)
 
 
-def _child(writer, compute: Callable[[], dict], parent: int, timeout: float | None,
+def _child(writer, compute: Callable[[], Any], parent: int, timeout: float | None,
            max_memory: float | None) -> None:
-    """Body of every forked child: bound it, compute its outcome (a dict with a ``status``),
-    send that back through ``writer`` and exit without running the parent's cleanup."""
+    """Body of every forked child: bound it, compute its outcome, send that back through
+    ``writer`` (a :class:`CellResult` if it failed) and exit without the parent's cleanup."""
     try:
         bound_child(parent, timeout, max_memory)
         outcome = compute()
     except BaseException as exc:  # run_one catches Exception; this is for the rest
-        outcome = {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
-                   "traceback": traceback.format_exc()}
-    if max_memory is not None:
+        outcome = CellResult.failure("error", f"{type(exc).__name__}: {exc}",
+                                     traceback.format_exc())
+    if max_memory is not None and isinstance(outcome, CellResult):
         outcome = memory_limit_reason(outcome, max_memory)
     try:
         writer.send(outcome)
     except Exception as exc:
-        writer.send({"status": "error", "reason": f"the result could not be sent back: {exc}"})
+        writer.send(CellResult.failure("error", f"the result could not be sent back: {exc}"))
     writer.close()
     os._exit(0)
 
@@ -117,38 +120,43 @@ def _death_reason(exitcode: int | None) -> str:
     return f"the cell's process exited with code {exitcode} before returning a result"
 
 
+@dataclass
+class _Value:
+    """A bounded call's return value, told apart from a failure on its way back."""
+
+    value: Any
+
+
 def call_bounded(function: Callable, args: tuple, timeout: float | None,
-                 max_memory: float | None, what: str) -> dict:
+                 max_memory: float | None, what: str) -> tuple[Any, CellResult | None]:
     """Call ``function(*args)`` in a forked child bounded like a cell.
 
-    Returns ``{"status": "done", "value": ...}``, or an ``error``/``timeout`` outcome whose
-    reason names ``what`` (e.g. "fitting the model") and the limit it exceeded. The value
-    comes back through a pipe from a child this process started, so only our own objects are
-    unpickled. Used by the runner for work that would otherwise run unbounded in its own
-    process, such as fitting a model.
+    Returns ``(value, None)``, or ``(None, failure)`` with an ``error``/``timeout``
+    :class:`CellResult` whose reason names ``what`` (e.g. "fitting the model") and the limit it
+    exceeded. The value comes back through a pipe from a child this process started, so only
+    our own objects are unpickled. Used by the runner for work that would otherwise run
+    unbounded in its own process, such as fitting a model.
     """
     context = multiprocessing.get_context("fork")
     reader, writer = context.Pipe(duplex=False)
-    def compute() -> dict:
-        return {"status": "done", "value": function(*args)}
-
     process = context.Process(target=_child, daemon=True,
-                              args=(writer, compute, os.getpid(), timeout, max_memory))
+                              args=(writer, lambda: _Value(function(*args)), os.getpid(),
+                                    timeout, max_memory))
     process.start()
     writer.close()
     try:
         if not reader.poll(timeout):
-            return {"status": "timeout",
-                    "reason": f"{what} exceeded the time limit of {timeout:g} s"}
+            return None, CellResult.failure(
+                "timeout", f"{what} exceeded the time limit of {timeout:g} s")
         try:
             outcome = reader.recv()
         except (EOFError, OSError):
             process.join(timeout=10)
-            return {"status": "error",
-                    "reason": f"{what} failed: {_death_reason(process.exitcode)}"}
-        if outcome["status"] == "error":
-            outcome["reason"] = f"{what} failed: {outcome['reason']}"
-        return outcome
+            return None, CellResult.failure(
+                "error", f"{what} failed: {_death_reason(process.exitcode)}")
+        if isinstance(outcome, CellResult):
+            return None, outcome.with_reason(f"{what} failed: {outcome.reason}")
+        return outcome.value, None
     finally:
         reader.close()
         if process.is_alive():
@@ -192,7 +200,7 @@ class ProcessExecutor:
                         result = reader.recv()
                     except (EOFError, OSError):
                         process.join(timeout=10)
-                        result = {"status": "error", "reason": _death_reason(process.exitcode)}
+                        result = CellResult.failure("error", _death_reason(process.exitcode))
                     reader.close()
                     process.join(timeout=10)
                     if process.is_alive():
@@ -206,9 +214,8 @@ class ProcessExecutor:
                         process.join()
                         reader.close()
                         del running[reader]
-                        on_result(cell, {"status": "timeout",
-                                         "reason": f"exceeded the per-cell timeout of "
-                                                   f"{self.timeout:g} s"})
+                        on_result(cell, CellResult.failure(
+                            "timeout", f"exceeded the per-cell timeout of {self.timeout:g} s"))
         finally:
             for reader, (process, _, _) in running.items():
                 process.kill()
