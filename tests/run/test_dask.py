@@ -201,3 +201,28 @@ def test_a_cell_past_the_memory_limit_costs_its_worker_not_the_run(tmp_path):
     assert summary.line() == "cells: 3 total, 2 done (0 reused), 0 skipped, 1 error, 0 timeout"
     cells = harness.load_results(tmp_path / "run", kind="cells").set_index("method_name")
     assert "worker died" in cells.loc["test_holds_memory", "reason"]
+
+
+class SlowToPrepare(Method):
+    """Its one-off ``prepare`` (imports, compilation) takes longer than a cell may; its
+    explain is instant. Prepared once per process."""
+
+    name, scope, family = "test_slow_prepare", "global", "test"
+    unit, explains = "one", "nothing"
+    prepared_in: int | None = None
+
+    @classmethod
+    def prepare(cls) -> None:
+        if cls.prepared_in != os.getpid():
+            time.sleep(1.5 * CELL_TIMEOUT)
+            cls.prepared_in = os.getpid()
+
+    def _explain(self, model, data, rng):
+        return np.ones(data.X.shape[1])
+
+
+def test_a_workers_one_off_preparation_is_not_counted_in_its_first_cell(tmp_path):
+    summary = harness.compare(
+        datasets=["iris"], models=["extra_trees[n_estimators=3]"], methods=[SlowToPrepare()],
+        out=tmp_path / "run", executor="dask", jobs=1, timeout=CELL_TIMEOUT, reports=False)
+    assert summary.line() == "cells: 1 total, 1 done (0 reused), 0 skipped, 0 error, 0 timeout"

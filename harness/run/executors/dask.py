@@ -8,7 +8,9 @@ and stays the only writer of the store.
 Each fitted model is scattered once, to every worker, and every cell that explains it depends
 on that copy; the copy is released when the model's last cell has finished. A cell is submitted
 only to a worker thread that is free, one cell per thread, so its submission is its start and
-the per-cell ``timeout`` is measured in the runner.
+the per-cell ``timeout`` is measured in the runner. Before a worker's first cell (a fresh or
+replacement worker too) the run's methods are imported and compiled there (``prepare``), as
+the runner does before forking cells, so no cell's timeout holds that one-off work.
 
 Failures stay in their cell, as with :class:`harness.run.executors.process.ProcessExecutor`:
 
@@ -71,6 +73,16 @@ def _run_cell(cell: Cell, model: Any, data: Any, sample_index: Any) -> CellResul
     except BaseException as exc:  # run_one catches Exception; this is for the rest
         return CellResult.failure("error", f"{type(exc).__name__}: {exc}",
                                   traceback.format_exc())
+
+
+def _prepare_methods(method_classes: list) -> None:
+    """Worker side of the warm-up: what the runner does before forking cells."""
+    for method_class in method_classes:
+        if not method_class.missing_packages():
+            try:
+                method_class.prepare()
+            except Exception:  # the cell itself will report the failure
+                pass
 
 
 def _thread_is_free() -> None:
@@ -203,6 +215,9 @@ class _Run:
         self.models: dict[int, _SharedModel] = {}
         for _, inputs in tasks:
             self.models.setdefault(id(inputs.model), _SharedModel(inputs.model)).remaining += 1
+        self.method_classes = sorted({type(cell.method) for cell, _ in tasks},
+                                     key=lambda cls: cls.name)
+        self.warm: set[str] = set()  # workers that imported and compiled the methods
 
     def loop(self) -> None:
         try:
@@ -238,6 +253,8 @@ class _Run:
                    if address not in self.retired
                    and info.get("status", "running") == "running"}
         for address, nthreads in threads.items():
+            if self.pending and self.busy[address] < nthreads:
+                self.warm_up(address)
             while self.pending and self.busy[address] < nthreads:
                 self.submit(address, *self.pending.popleft())
         stalled = bool(self.pending and threads and not self.running)  # all threads stuck
@@ -253,6 +270,18 @@ class _Run:
             while self.pending:
                 cell, inputs, _ = self.pending.popleft()
                 self.finish(cell, inputs, CellResult.failure("error", reason))
+
+    def warm_up(self, address: str) -> None:
+        """Import and compile the run's methods on a worker before its first cell (a fresh
+        or replacement worker too), so that a cell's timeout, counted from its submission,
+        never holds them."""
+        if address in self.warm:
+            return
+        self.warm.add(address)
+        try:
+            self.client.run(_prepare_methods, self.method_classes, workers=[address])
+        except Exception:  # a worker gone meanwhile: its cells report that themselves
+            pass
 
     def submit(self, address: str, cell: Cell, inputs: CellInput, attempt: int) -> None:
         shared = self.models[id(inputs.model)]
