@@ -9,6 +9,7 @@ from harness.core.params import Boolean, Options, Param
 from harness.core.types import Importances
 from harness.estimators.sage import cross_entropy, estimate_sage, squared_error
 from harness.estimators.sage_method import SAGE_PARAMETERS, SAGE_UNITS, SageMethod
+from harness.estimators.warm_up import warm_up
 from harness.forest.packed import as_float32_rows, pack_forest, packed_output
 from harness.kernels.sage.marginal import marginal_curves, marginal_setup
 from harness.kernels.sage.path_dependent import path_dependent_curves
@@ -27,12 +28,11 @@ class TreeSAGE(SageMethod):
     TreeSHAP's path-dependent mode); ``imputation="marginal"``: the mean over ``n_background``
     background rows z of f(x_S, z_{~S}), exactly sage's MarginalImputer, so the two can be
     compared one to one. All p + 1 coalitions of a permutation come from one pass per tree
-    (:mod:`harness.kernels.sage.path_dependent`, :mod:`harness.kernels.sage.marginal`). Sampling
-    and the
-    stopping rule are sage's (:mod:`harness.estimators.sage`); with ``control_variates`` the
-    mean scores are adjusted by each row's total and first-step loss drops, whose exact means
-    over all rows come from per-forest tables (measured on Friedman #1: about 3x fewer
-    samples to the same threshold). ``std`` is the standard error.
+    (:mod:`harness.kernels.sage.path_dependent`, :mod:`harness.kernels.sage.marginal`).
+    Sampling and the stopping rule are sage's (:mod:`harness.estimators.sage`); with
+    ``control_variates`` the mean scores are adjusted by each row's total and first-step loss
+    drops, whose exact means over all rows come from per-forest tables (measured on Friedman
+    #1: about 3x fewer samples to the same threshold). ``std`` is the standard error.
     """
 
     name = "tree_sage"
@@ -48,6 +48,17 @@ class TreeSAGE(SageMethod):
                             "pair each permutation with its reverse (measured on diabetes and "
                             "Friedman #1: no lower variance per forest pass, so off)"),
     }
+
+    #: settings whose kernels differ, compiled by prepare() on a tiny forest
+    warm_up_params = tuple(
+        {"imputation": imputation, "control_variates": control_variates,
+         "max_permutations": 32, "n_background": 4, "batch_size": 16}
+        for imputation in ("path_dependent", "marginal") for control_variates in (True, False))
+
+    @classmethod
+    def prepare(cls) -> None:
+        super().prepare()
+        warm_up(cls)
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         loss_name = self.loss_name(data.task)

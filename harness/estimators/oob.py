@@ -9,6 +9,7 @@ import numpy as np
 
 from harness.core.method import ExplainData, Method
 from harness.core.params import Options, Param
+from harness.estimators.warm_up import warm_up
 from harness.forest.inbag import InBag, check_training_rows, inbag_of
 from harness.forest.losses import LOSSES, Loss, loss_mismatch, resolve_loss, target_codes
 from harness.forest.packed import PackedForest, as_float32_rows, pack_forest
@@ -25,6 +26,12 @@ class LossMethod(Method):
     """A method with a ``loss`` parameter that must fit the task."""
 
     needs_y: ClassVar[bool] = True
+
+    @classmethod
+    def prepare(cls) -> None:
+        """Import the optional packages and compile the kernels on a tiny forest."""
+        super().prepare()
+        warm_up(cls)
 
     def skip(self, model: Any, data: ExplainData) -> str | None:
         reason = super().skip(model, data)

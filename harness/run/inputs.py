@@ -300,7 +300,9 @@ def check_X(model: object, X: object, feature_names: Sequence[str] | None = None
         columns = getattr(X, "columns", None)  # positional labels, e.g. 0..p-1 of a frame
         names = ([str(c) for c in columns] if columns is not None
                  else [f"x{j}" for j in range(array.shape[1])])
-    return array, names
+    # C order, whatever the caller's layout (a frame's values are often Fortran-ordered): the
+    # kernels then meet the one layout that prepare() compiled them for
+    return np.ascontiguousarray(array), names
 
 
 def validate_explain_inputs(

@@ -1,0 +1,64 @@
+"""Which numba kernels gain a compiled signature during ``explain`` after ``prepare()``.
+
+Run as a fresh process (``python -m tests._support.compile_check [METHOD ...]``): for every
+registered method and each task it supports, call ``prepare()``, then explain a small
+classifier or regressor and list every harness dispatcher that gained a signature meanwhile
+(a compilation, or a load from numba's cache: either would be timed as ``time_explain``).
+Prints a JSON object ``{"method/task": [dispatcher, ...]}``; ``{}`` is the contract kept.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from numba.core.registry import CPUDispatcher
+from sklearn.datasets import load_diabetes, load_iris
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+import harness
+from harness.core import registry
+
+
+def compiled_signatures() -> dict[str, int]:
+    """Number of compiled signatures of every numba dispatcher in a loaded harness module."""
+    counts = {}
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("harness") or module is None:
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, CPUDispatcher):
+                key = f"{value.py_func.__module__}.{value.py_func.__qualname__}"
+                counts[key] = len(value.signatures)
+    return counts
+
+
+def compiled_during_explain(names: list[str]) -> dict[str, list[str]]:
+    iris, diabetes = load_iris(return_X_y=True), load_diabetes(return_X_y=True)
+    problems = {
+        "classification": (RandomForestClassifier(n_estimators=4, random_state=0), *iris),
+        "regression": (RandomForestRegressor(n_estimators=4, random_state=0),
+                       diabetes[0][:150], diabetes[1][:150]),
+    }
+    for forest, X, y in problems.values():
+        forest.fit(X, y)
+    report = {}
+    for name in names:
+        method_class = registry.get_method_class(name)
+        for task in method_class.tasks:
+            forest, X, y = problems[task]
+            method_class.prepare()
+            before = compiled_signatures()
+            try:
+                harness.explain(name, forest, X, y, seed=0)
+            except harness.MethodSkipped:
+                continue
+            after = compiled_signatures()
+            gained = sorted(k for k, n in after.items() if n > before.get(k, 0))
+            if gained:
+                report[f"{name}/{task}"] = gained
+    return report
+
+
+if __name__ == "__main__":
+    print(json.dumps(compiled_during_explain(sys.argv[1:] or registry.method_names())))
