@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from harness.core import registry
 from harness.core.method import Method
 from harness.core.types import Dataset, Importances
-from harness.run.inputs import check_X, check_y
 from harness.run.protocol import ExplainRequest, run_protocol
 
 
@@ -45,13 +43,6 @@ def list_datasets() -> pd.DataFrame:
 def load_dataset(name: str, seed: int = 0, **params: Any) -> Dataset:
     """Load a registered dataset, e.g. ``load_dataset("led", n_samples=200, seed=1)``."""
     return registry.make_dataset(name, **params).load(seed)
-
-
-def check_rows(model, X, y=None) -> tuple[np.ndarray, np.ndarray | None]:
-    """Validate the rows to explain against the model: column names in fit order, 2-D, finite,
-    right width, and y (see :mod:`harness.run.inputs`)."""
-    array, _ = check_X(model, X)
-    return array, check_y(model, y, array.shape[0])
 
 
 def explain(

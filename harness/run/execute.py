@@ -25,6 +25,18 @@ class CellInput:
     sample_index: np.ndarray  # rows of the dataset that ``data`` holds
 
 
+def prepare_methods(method_classes) -> None:
+    """Import packages and compile kernels once, before any cell is timed: in the runner
+    (forked cells inherit them) and on each Dask worker before its first cell. A failure is
+    left for the cell itself to report."""
+    for method_class in method_classes:
+        if not method_class.missing_packages():
+            try:
+                method_class.prepare()
+            except Exception:
+                pass
+
+
 def run_one(cell: Cell, inputs: CellInput) -> CellResult:
     """Explain one cell through :func:`harness.run.protocol.run_protocol`.
 

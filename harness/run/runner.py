@@ -20,7 +20,7 @@ from harness.forest.sklearn import predict_output
 from harness.run.cell_result import FINAL_STATUSES, CellResult
 from harness.run.cells import Cell, expand_datasets, expand_methods, expand_models, iter_cells
 from harness.run.defaults import DEFAULT_GRID
-from harness.run.execute import CellInput
+from harness.run.execute import CellInput, prepare_methods
 from harness.run.executors import make_executor
 from harness.run.executors.process import call_bounded
 from harness.run.lock import RunLock
@@ -173,7 +173,7 @@ def _run_cells(cells: list[Cell], store: Store, executor_obj, summary: RunSummar
     notify("total", (summary.total, summary.total - len(todo)))
     versions = _versions()
 
-    def record(cell: Cell, result: dict) -> None:
+    def record(cell: Cell, result: CellResult) -> None:
         result = dataclasses.replace(result, versions=versions)
         store.record_cell(cell.meta(), result)
         _count(summary, result.status)
@@ -181,7 +181,7 @@ def _run_cells(cells: list[Cell], store: Store, executor_obj, summary: RunSummar
 
     _refresh_truth(cells, todo, store)
     tasks = _prepare(todo, store, record, notify, limits)
-    _prepare_methods(cell.method for cell, _ in tasks)
+    prepare_methods({type(cell.method) for cell, _ in tasks})
     notify("stage", f"explaining {len(tasks)} cells")
     executor_obj.run(tasks, record)
 
@@ -207,20 +207,9 @@ def _refresh_truth(cells: list[Cell], todo: list[Cell], store: Store) -> None:
                 pass
 
 
-def _prepare_methods(methods) -> None:
-    """Import packages and compile kernels once here, so that forked cells inherit them."""
-    for cls in {type(method) for method in methods}:
-        if not cls.missing_packages():
-            try:
-                cls.prepare()
-            except Exception:  # the cell itself will report the failure
-                pass
-
-
 def _count(summary: RunSummary, status: str) -> None:
-    attribute = {"done": "done", "skipped": "skipped", "not_installed": "not_installed",
-                 "error": "error", "timeout": "timeout"}[status]
-    setattr(summary, attribute, getattr(summary, attribute) + 1)
+    """One more cell of ``status`` (each status of the closed set is a counter)."""
+    setattr(summary, status, getattr(summary, status) + 1)
 
 
 def _failure(stage: str, exc: BaseException) -> CellResult:

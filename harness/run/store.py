@@ -224,6 +224,21 @@ class Store:
             "SELECT key, truth FROM datasets WHERE dataset = ? AND seed = ?", (dataset, seed)
         ).fetchone())
 
+    def _read_truth(self, row) -> tuple[Any, str | None]:
+        """The truth of a ``datasets`` row, or None and why it cannot be read. Only a JSON
+        document has arrays to fetch: anything else (an older store's pickle) is refused by
+        :func:`decode_truth` without being loaded."""
+        arrays = {}
+        if isinstance(row["truth"], str):
+            rows = self._guard(lambda: self._conn.execute(
+                "SELECT name, npy FROM truth_arrays WHERE dataset_key = ?", (row["key"],)
+            ).fetchall())
+            arrays = {name: from_blob(npy) for name, npy in rows}
+        try:
+            return decode_truth(row["truth"], arrays), None
+        except (TruthFormatError, ValueError) as exc:
+            return None, str(exc)
+
     def truth(self, dataset: str, seed: int):
         """The stored ground truth of a dataset (None when it has none).
 
@@ -234,20 +249,10 @@ class Store:
         row = self._truth_row(dataset, seed)
         if row is None or row["truth"] is None:
             return None
-        if not isinstance(row["truth"], str):  # a pickle of an older store: never loaded
-            try:
-                decode_truth(row["truth"], {})
-            except TruthFormatError as exc:
-                self.unreadable_truth.append((dataset, seed, str(exc)))
-            return None
-        rows = self._guard(lambda: self._conn.execute(
-            "SELECT name, npy FROM truth_arrays WHERE dataset_key = ?", (row["key"],)
-        ).fetchall())
-        try:
-            return decode_truth(row["truth"], {name: from_blob(npy) for name, npy in rows})
-        except (TruthFormatError, ValueError) as exc:
-            self.unreadable_truth.append((dataset, seed, str(exc)))
-            return None
+        truth, problem = self._read_truth(row)
+        if problem is not None:
+            self.unreadable_truth.append((dataset, seed, problem))
+        return truth
 
     def truth_needs_refresh(self, dataset: str, seed: int) -> bool:
         """Whether the dataset's stored truth is missing or unreadable (the runner then stores
@@ -255,11 +260,7 @@ class Store:
         row = self._truth_row(dataset, seed)
         if row is None:
             return True
-        if row["truth"] is None:
-            return False
-        before = len(self.unreadable_truth)
-        self.truth(dataset, seed)
-        return len(self.unreadable_truth) > before
+        return row["truth"] is not None and self._read_truth(row)[1] is not None
 
     def dataset_rows(self) -> list[sqlite3.Row]:
         return self._guard(lambda: self._conn.execute(

@@ -42,15 +42,6 @@ def _files(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    """An empty current folder."""
-    folder = tmp_path / "work"
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    return folder
-
-
 # (extra argv of compare, exit code, words stderr must hold, top-level entries of the work
 # folder afterwards)
 COMPARE_ROWS = [

@@ -87,14 +87,6 @@ def _config_text(text: str) -> str:
                                if key not in given]) + "\n"
 
 
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    folder = tmp_path / "work"
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    return folder
-
-
 @pytest.mark.parametrize("text, code, words, after, api", ROWS,
                          ids=[row[0].replace("\n", "; ") for row in ROWS])
 def test_config_values(work, tmp_path, capsys, text, code, words, after, api):

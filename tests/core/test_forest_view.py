@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import pickle
+import weakref
 
 import numpy as np
 from sklearn.ensemble import RandomForestRegressor
@@ -41,8 +42,8 @@ def test_each_form_is_built_once_per_fitted_forest_and_again_after_a_refit(diabe
 def test_the_forms_go_with_the_model(diabetes):
     X, y = diabetes
     model = RandomForestRegressor(n_estimators=3, random_state=0).fit(X, y)
-    pack_forest(model)
-    before = len(view._FORMS)
+    packed = weakref.ref(pack_forest(model))
+    assert model in view._FORMS
     del model
     gc.collect()
-    assert len(view._FORMS) == before - 1
+    assert packed() is None  # the cache kept nothing of a model that is gone

@@ -42,7 +42,7 @@ from typing import Any
 from harness.core.errors import BadInputError, NotInstalledError
 from harness.run.cell_result import CellResult
 from harness.run.cells import Cell
-from harness.run.execute import CellInput, run_one
+from harness.run.execute import CellInput, prepare_methods, run_one
 from harness.run.executors.process import OnResult, Task
 
 INSTALL_HINT = "pip install 'dask[distributed]' (or the tree-importance-harness[dask] extra)"
@@ -73,16 +73,6 @@ def _run_cell(cell: Cell, model: Any, data: Any, sample_index: Any) -> CellResul
     except BaseException as exc:  # run_one catches Exception; this is for the rest
         return CellResult.failure("error", f"{type(exc).__name__}: {exc}",
                                   traceback.format_exc())
-
-
-def _prepare_methods(method_classes: list) -> None:
-    """Worker side of the warm-up: what the runner does before forking cells."""
-    for method_class in method_classes:
-        if not method_class.missing_packages():
-            try:
-                method_class.prepare()
-            except Exception:  # the cell itself will report the failure
-                pass
 
 
 def _thread_is_free() -> None:
@@ -279,7 +269,7 @@ class _Run:
             return
         self.warm.add(address)
         try:
-            self.client.run(_prepare_methods, self.method_classes, workers=[address])
+            self.client.run(prepare_methods, self.method_classes, workers=[address])
         except Exception:  # a worker gone meanwhile: its cells report that themselves
             pass
 
