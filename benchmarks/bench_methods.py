@@ -19,7 +19,7 @@ def _methods():
 def _additivity_residual(method: str, model, X) -> float:
     """max |base + Σ_j φ_j(x) − prediction| over rows and classes."""
     import harness
-    from harness.forest.sklearn import predict_output
+    from harness.forest.view import predict_output
 
     params = {"output": "all_classes"} if hasattr(model, "classes_") else {}
     imp = harness.explain(method, model, X, **params)

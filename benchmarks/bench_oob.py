@@ -39,7 +39,7 @@ class OOBSuite:
 
     def setup(self, cache, method, case):
         import harness
-        from harness.forest.sklearn import predict_output
+        from harness.forest.view import predict_output
 
         self.model, self.X, self.y = cache[case]
         self.explain = harness.explain

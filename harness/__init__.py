@@ -25,6 +25,7 @@ from harness.core.method import ExplainData, Method
 from harness.core.params import Boolean, Interval, NoneValue, Options, Param
 from harness.core.types import Dataset, GroundTruth, Importances, TruthVector
 from harness.forest.models import ModelSpec, fit_model
+from harness.forest.view import ForestView, forest_view
 from harness.run.results import load_results
 from harness.run.runner import compare
 
@@ -32,8 +33,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Boolean", "DatasetSource", "Interval", "NoneValue", "Options", "Param",
-    "BadInputError", "Dataset", "ExplainData", "GroundTruth", "HarnessError", "Importances",
-    "InvalidParameterError", "Method", "MethodSkipped", "ModelSpec", "NotInstalledError",
-    "TruthVector", "UnknownNameError", "compare", "explain", "fit_model", "list_datasets",
-    "list_methods", "load_dataset", "load_results",
+    "BadInputError", "Dataset", "ExplainData", "ForestView", "GroundTruth", "HarnessError",
+    "Importances", "InvalidParameterError", "Method", "MethodSkipped", "ModelSpec",
+    "NotInstalledError", "TruthVector", "UnknownNameError", "compare", "explain", "fit_model",
+    "forest_view", "list_datasets", "list_methods", "load_dataset", "load_results",
 ]

@@ -6,8 +6,8 @@ import numpy as np
 
 from harness.core.method import ExplainData, Method
 from harness.core.types import Importances
-from harness.forest.sklearn import check_forest, impurity_unit
-from harness.kernels.paths import compile_kernels, local_mdi_paths, path_forest
+from harness.forest.view import forest_view
+from harness.kernels.paths import compile_kernels, local_mdi_paths
 
 
 class LocalMDI(Method):
@@ -33,9 +33,9 @@ class LocalMDI(Method):
         compile_kernels()
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
-        check_forest(model)
+        view = forest_view(model)
         return Importances(
-            values=local_mdi_paths(path_forest(model), data.X), scope="local",
+            values=local_mdi_paths(view.paths, data.X), scope="local",
             feature_names=data.feature_names,
-            unit=impurity_unit(model), explains="impurity",
+            unit=view.impurity_unit, explains="impurity",
         )

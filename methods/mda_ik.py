@@ -32,7 +32,7 @@ class MDAIshwaranKogalur(OOBMethod):
         inputs = self.oob_inputs(model, data)
         loss = self.loss(data.task)
         _, shift = self.permutation_pass(inputs, loss, rng, ensemble=True)
-        prediction, n_oob = oob_predictions(model, data.X)
+        prediction, n_oob = oob_predictions(inputs.view, data.X)
         increase = row_loss_increases(loss.code, inputs.targets, prediction, shift, n_oob,
                                       np.flatnonzero(n_oob > 0))
         n_rows = increase.shape[0]

@@ -9,9 +9,9 @@ from harness.core.params import Interval, Param
 from harness.core.types import Importances
 from harness.estimators.oob import LOSS_PARAM, LossMethod
 from harness.forest.losses import row_loss_increases, target_codes
-from harness.forest.packed import as_float32_rows, pack_forest
+from harness.forest.packed import as_float32_rows
 from harness.forest.permutations import draw_seed
-from harness.kernels.paths import path_forest
+from harness.forest.view import forest_view
 from harness.kernels.reroute.held_out import held_out_permutation_pass
 
 
@@ -38,14 +38,12 @@ class MDATrainTest(LossMethod):
     }
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
-        forest = pack_forest(model)
+        view = forest_view(model)
+        forest = view.packed
         loss = self.loss(data.task)
         X32 = as_float32_rows(data.X)
-        targets = target_codes(model, data.y, forest.classifier)
+        targets = target_codes(view.classes, data.y)
         seed = draw_seed(rng)
-        compact = path_forest(model)
-        walk = (compact.kids, compact.feature, compact.threshold, forest.value, forest.offsets,
-                forest.max_depth, X32, seed)
         n_repeats = self.params["n_repeats"]
         # repeats share each tree's path walk; their shifts and permutations are held
         # together, in blocks of at most half the packed forest (the kernels' memory bound)
@@ -54,7 +52,7 @@ class MDATrainTest(LossMethod):
         rows, ones = np.arange(len(X32)), np.ones(len(X32))
         repeats = []
         for first in range(0, n_repeats, block):
-            shift, base = held_out_permutation_pass(*walk, first,
+            shift, base = held_out_permutation_pass(view.paths, X32, seed, first,
                                                     min(block, n_repeats - first))
             repeats.extend(row_loss_increases(loss.code, targets, base, one, ones, rows)
                            .mean(axis=0) for one in shift)

@@ -7,7 +7,8 @@ import numpy as np
 from harness.core.method import ExplainData, Method
 from harness.core.params import Boolean, Param
 from harness.core.types import Importances
-from harness.forest.sklearn import flatten_forest, impurity_unit, tree_mdi
+from harness.forest.flat import tree_mdi
+from harness.forest.view import forest_view
 
 
 class MDI(Method):
@@ -29,10 +30,10 @@ class MDI(Method):
     }
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
-        trees = flatten_forest(model)
-        p = model.n_features_in_
+        view = forest_view(model)
+        trees, p = view.trees, view.n_features
         per_tree = np.array([tree_mdi(tree, p) for tree in trees])
-        unit = impurity_unit(model)
+        unit = view.impurity_unit
         if self.params["normalize"]:
             grown = np.array([tree.n_nodes > 1 for tree in trees])
             per_tree = per_tree[grown]

@@ -7,8 +7,8 @@ import numpy as np
 from harness.core.method import ExplainData, Method
 from harness.core.outputs import OUTPUT_PARAM, check_output, select_output
 from harness.core.types import Importances
-from harness.forest.sklearn import check_forest, is_classifier
-from harness.kernels.paths import compile_kernels, path_forest, saabas_paths
+from harness.forest.view import forest_view
+from harness.kernels.paths import compile_kernels, saabas_paths
 
 
 class Saabas(Method):
@@ -37,11 +37,11 @@ class Saabas(Method):
         return super().skip(model, data) or check_output(self.params["output"], model)
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
-        check_forest(model)
-        forest = path_forest(model)
+        view = forest_view(model)
+        forest = view.paths
         output = self.params["output"]
         n = data.X.shape[0]
-        if not is_classifier(model):
+        if not view.classifier:
             values, _, base = saabas_paths(forest, data.X)
             return Importances(
                 values=values, scope="local", feature_names=data.feature_names,
@@ -51,14 +51,14 @@ class Saabas(Method):
             contributions, prediction, bias = saabas_paths(forest, data.X, -2)
             values, base, explains = select_output(
                 contributions, np.broadcast_to(bias, (n, bias.size)), prediction, output,
-                model.classes_)
+                view.classes)
             base = np.array(base)
         elif output == "predicted_class":
             values, _, base = saabas_paths(forest, data.X, -1)
             explains = "predicted-class probability"
         else:
             values, _, base = saabas_paths(forest, data.X, output)
-            explains = f"probability of class {model.classes_[output]!r}"
+            explains = f"probability of class {view.classes[output]!r}"
         return Importances(
             values=values, scope="local", feature_names=data.feature_names,
             unit="class probability", explains=explains, base_values=base,

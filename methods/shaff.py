@@ -54,10 +54,9 @@ class SHAFF(OOBMethod):
         # the empty and the full set last: v̂(U) − v̂(∅) is the game (v(∅) = 0 by definition)
         keep = np.vstack([subsets.keep, np.zeros((2, p), dtype=bool)])
         keep[-1] = True
-        targets = target_matrix(forest, model, data.y)
-        total, n_fallback = projected_oob_predictions(
-            forest.left, forest.right, forest.feature, forest.threshold, forest.cover,
-            forest.value, forest.offsets, inputs.X32, inputs.inbag.counts, targets, keep)
+        targets = target_matrix(inputs.view, data.y)
+        total, n_fallback = projected_oob_predictions(forest, inputs.X32, inputs.inbag.counts,
+                                                      targets, keep)
         n_oob = inputs.inbag.n_oob_trees
         scored = n_oob > 0
         projected = total[:, scored] / n_oob[scored, None]

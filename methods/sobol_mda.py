@@ -42,10 +42,9 @@ class SobolMDA(OOBMethod):
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         inputs = self.oob_inputs(model, data)
-        targets = target_matrix(inputs.forest, model, data.y)
-        shift = projected_oob_shift(*inputs.kernel_forest(), inputs.X32, inputs.inbag.counts,
-                                    targets)
-        prediction, n_oob = oob_predictions(model, data.X)
+        targets = target_matrix(inputs.view, data.y)
+        shift = projected_oob_shift(inputs.forest, inputs.X32, inputs.inbag.counts, targets)
+        prediction, n_oob = oob_predictions(inputs.view, data.X)
         # Σ_k (target_k − output_k)²: the Brier score of the class probabilities, or the
         # squared error of the regression
         code = BRIER if inputs.forest.classifier else SQUARED_ERROR

@@ -10,7 +10,8 @@ from harness.core.types import Importances
 from harness.estimators.sage import cross_entropy, estimate_sage, squared_error
 from harness.estimators.sage_method import SAGE_PARAMETERS, SAGE_UNITS, SageMethod
 from harness.estimators.warm_up import warm_up
-from harness.forest.packed import as_float32_rows, pack_forest, packed_output
+from harness.forest.packed import as_float32_rows
+from harness.forest.view import forest_view
 from harness.kernels.sage.marginal import marginal_curves, marginal_setup
 from harness.kernels.sage.path_dependent import path_dependent_curves
 from harness.kernels.sage.tables import (
@@ -63,37 +64,37 @@ class TreeSAGE(SageMethod):
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         loss_name = self.loss_name(data.task)
         loss = cross_entropy if loss_name == "cross_entropy" else squared_error
-        forest = pack_forest(model)
+        view = forest_view(model)
+        forest = view.packed
         X32 = as_float32_rows(data.X)
         targets = self.targets(model, data)
-        arrays = (forest.left, forest.right, forest.feature, forest.threshold, forest.value)
         marginal = self.params["imputation"] == "marginal"
         classifier = data.task == "classification"
         columns = targets.astype(np.int64) if classifier else np.zeros(len(X32), np.int64)
         p = data.X.shape[1]
         if marginal:
             background = as_float32_rows(self.background(data, rng))
-            setup = marginal_setup(*arrays, forest.offsets, p, background)
+            setup = marginal_setup(forest, background)
             _, _, tree_sums, tables = setup  # sums over the background rows
             scale = forest.n_trees * len(background)
             empty = tree_sums.sum(axis=0) / scale
         else:
-            fraction = cover_fractions(forest.left, forest.right, forest.cover, forest.offsets)
-            tables = singleton_tables(*arrays, fraction, forest.offsets, p)
-            masks = subtree_masks(forest.left, forest.right, forest.feature, forest.offsets, p)
+            fraction = cover_fractions(forest)
+            tables = singleton_tables(forest, fraction)
+            masks = subtree_masks(forest)
             scale = forest.n_trees
             empty = forest.value[forest.offsets[:-1]].sum(axis=0) / scale
 
         def curves(rows: np.ndarray, perms: np.ndarray) -> np.ndarray:
             if marginal:
-                return marginal_curves(*arrays, forest.offsets, forest.max_depth, X32,
-                                       background, rows, perms, columns[rows], setup)
-            return path_dependent_curves(*arrays, fraction, forest.offsets, forest.max_depth,
-                                         X32, rows, perms, columns[rows], tables, masks)
+                return marginal_curves(forest, X32, background, rows, perms, columns[rows],
+                                       setup)
+            return path_dependent_curves(forest, fraction, X32, rows, perms, columns[rows],
+                                         tables, masks)
 
         controls = None
         if self.params["control_variates"]:
-            controls = self._controls(model, data, loss, targets, columns, empty,
+            controls = self._controls(view, data, loss, targets, columns, empty,
                                       singleton_sums(tables, X32, columns, forest.n_trees),
                                       scale)
 
@@ -116,13 +117,13 @@ class TreeSAGE(SageMethod):
         )
 
     @staticmethod
-    def _controls(model, data: ExplainData, loss, targets: np.ndarray, columns: np.ndarray,
+    def _controls(view, data: ExplainData, loss, targets: np.ndarray, columns: np.ndarray,
                   empty: np.ndarray, first_sums: np.ndarray, scale: float) -> np.ndarray:
         """Control variates of every row: the total drop ℓ(f_∅) − ℓ(f_all), then the
         first-step drops ℓ(f_∅) − ℓ(f_{j}) (``first_sums`` / ``scale`` is f_{j}), filled in
         place a block of rows at a time (few temporaries of shape (n, p))."""
         n = len(columns)
-        full = packed_output(pack_forest(model), data.X)[np.arange(n), columns]
+        full = view.output(data.X)[np.arange(n), columns]
         y = targets.astype(np.float64)
         empty_loss = loss(empty[columns][:, None], y)[:, 0]
         controls = np.empty((n, first_sums.shape[1] + 1))

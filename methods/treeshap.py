@@ -8,9 +8,7 @@ from harness.core.method import ExplainData, Method
 from harness.core.outputs import OUTPUT_PARAM, check_output, select_output
 from harness.core.params import Interval, Options, Param
 from harness.core.types import Importances
-from harness.forest.packed import pack_forest, packed_output
-from harness.forest.sklearn import check_forest, is_classifier, predict_output
-from harness.kernels.paths import path_forest
+from harness.forest.view import forest_view, predict_output
 from harness.kernels.treeshap.interventional import compile_kernel, interventional_shap
 from harness.kernels.treeshap.path_dependent import compile_kernel as compile_path_dependent_kernel
 from harness.kernels.treeshap.path_dependent import path_dependent_shap
@@ -65,7 +63,7 @@ class TreeSHAP(Method):
         return super().skip(model, data) or check_output(self.params["output"], model)
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
-        check_forest(model)
+        view = forest_view(model)
         X = np.asarray(data.X, dtype=float)
         n = X.shape[0]
         if self.params["perturbation"] == "interventional":
@@ -75,9 +73,8 @@ class TreeSHAP(Method):
                 expected = np.atleast_1d(np.mean(predict_output(model, background), axis=0))
                 phi = self._shap(model, X, background)
             else:
-                forest = pack_forest(model)
-                expected = packed_output(forest, background).mean(axis=0)
-                phi = interventional_shap(forest, X, background, path_forest(model))
+                expected = view.output(background).mean(axis=0)
+                phi = interventional_shap(view.paths, X, background)
         elif self.params["backend"] == "shap":
             background = None
             import shap
@@ -87,18 +84,18 @@ class TreeSHAP(Method):
             expected = np.atleast_1d(np.asarray(explainer.expected_value, dtype=float))
         else:
             background = None
-            phi, expected = path_dependent_shap(pack_forest(model), X)
+            phi, expected = path_dependent_shap(view.packed, X)
         phi = phi.reshape(n, X.shape[1], -1)
         base = np.broadcast_to(expected, (n, expected.size))
         extra = {"n_background": 0 if background is None else int(background.shape[0])}
-        if not is_classifier(model):
+        if not view.classifier:
             return Importances(
                 values=phi[:, :, 0], scope="local", feature_names=data.feature_names,
                 unit="prediction", explains="prediction", base_values=base[:, 0].copy(),
                 extra=extra,
             )
         values, base, explains = select_output(
-            phi, base, base + phi.sum(axis=1), self.params["output"], model.classes_
+            phi, base, base + phi.sum(axis=1), self.params["output"], view.classes
         )
         return Importances(
             values=values, scope="local", feature_names=data.feature_names,

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.forest.sklearn import is_classifier, predict_output
+from harness.forest.view import forest_view, predict_output
 
 NOT_INSTALLED = "not installed"
 
@@ -105,7 +105,7 @@ def _permutation_importance(model, X, y, params) -> ToolResult:
     # rise of the squared error: the losses of mda_test's default ``loss="auto"``
     if params.get("loss", "auto") != "auto":
         raise ValueError("pair permutation_importance with mda_test's default loss")
-    scoring = "accuracy" if is_classifier(model) else "neg_mean_squared_error"
+    scoring = "accuracy" if forest_view(model).classifier else "neg_mean_squared_error"
     result = permutation_importance(model, X, y, scoring=scoring,
                                     n_repeats=params.get("n_repeats", 5), random_state=0)
     return ToolResult(result.importances_mean, result.importances_std)

@@ -46,8 +46,7 @@ from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier, Rando
 
 from harness.bench.comparators import TOOLS, aligned, missing
 from harness.core.errors import unknown_name
-from harness.forest.packed import pack_forest
-from harness.forest.sklearn import predict_output
+from harness.forest.view import forest_view, predict_output
 
 LONG_RUN = 5.0  # seconds: a method this slow is timed once
 NAN = float("nan")
@@ -325,7 +324,7 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
         step(f"{case.name}: fitting")
         X, y = case.data()
         model = case.forest().fit(X, y)
-        forest_bytes = pack_forest(model).nbytes
+        forest_bytes = forest_view(model).packed.nbytes
         done += 1
         predict_seconds: dict[int, float] = {}
         results, tool_runs = {}, {}

@@ -42,10 +42,8 @@ class DebiasedMDI(OOBMethod):
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         inputs = self.oob_inputs(model, data)
         forest = inputs.forest
-        targets = target_matrix(forest, model, data.y)
-        terms = debiased_mdi_terms(forest.left, forest.right, forest.feature,
-                                   forest.threshold, forest.value, forest.offsets,
-                                   inputs.X32, inputs.inbag.counts, targets, False)
+        targets = target_matrix(inputs.view, data.y)
+        terms = debiased_mdi_terms(forest, inputs.X32, inputs.inbag.counts, targets, False)
         per_tree, scored = terms[self.term], terms[2] > 0
         per_tree = per_tree[scored]
         n_scored = per_tree.shape[0]

@@ -10,10 +10,11 @@ import numpy as np
 from harness.core.method import ExplainData, Method
 from harness.core.params import Options, Param
 from harness.estimators.warm_up import warm_up
-from harness.forest.inbag import InBag, check_training_rows, inbag_of
+from harness.forest.inbag import InBag, check_training_rows
 from harness.forest.losses import LOSSES, Loss, loss_mismatch, resolve_loss, target_codes
-from harness.forest.packed import PackedForest, as_float32_rows, pack_forest
+from harness.forest.packed import PackedForest, as_float32_rows
 from harness.forest.permutations import draw_seed
+from harness.forest.view import ForestView, forest_view
 from harness.kernels.reroute.permutation import oob_permutation_pass
 
 LOSS_PARAM = Param(
@@ -47,14 +48,17 @@ class LossMethod(Method):
 class OOBInputs:
     """A forest with its training rows, checked, in the form the kernels take."""
 
-    forest: PackedForest
-    inbag: InBag
+    view: ForestView
     X32: np.ndarray
     targets: np.ndarray  # float y, or class index as float
 
-    def kernel_forest(self) -> tuple:
-        f = self.forest
-        return f.left, f.right, f.feature, f.threshold, f.value, f.offsets, f.max_depth
+    @property
+    def forest(self) -> PackedForest:
+        return self.view.packed
+
+    @property
+    def inbag(self) -> InBag:
+        return self.view.inbag
 
 
 class OOBMethod(LossMethod):
@@ -64,12 +68,11 @@ class OOBMethod(LossMethod):
 
     @classmethod
     def share(cls, model: Any) -> None:
-        inbag_of(model)
-        pack_forest(model)
+        forest_view(model).build("inbag", "packed")
 
     def skip(self, model: Any, data: ExplainData) -> str | None:
         reason = super().skip(model, data)
-        if reason is None and not getattr(model, "bootstrap", False):
+        if reason is None and not forest_view(model).bootstrap:
             reason = (f"{self.name} needs out-of-bag rows, but the forest was grown without "
                       "bootstrap (ExtraTrees' default); grow it with bootstrap=True.")
         return reason
@@ -79,12 +82,12 @@ class OOBMethod(LossMethod):
         """The shared OOB permutation pass (one seed drawn from the cell's generator, so the
         MDA variants permute identically): per-tree loss increases and, if ``ensemble``,
         per-row output shifts (:func:`oob_permutation_pass`)."""
-        return oob_permutation_pass(*inputs.kernel_forest(), inputs.X32, inputs.inbag.counts,
+        return oob_permutation_pass(inputs.forest, inputs.X32, inputs.inbag.counts,
                                     inputs.targets, loss.code, draw_seed(rng), ensemble)
 
     def oob_inputs(self, model: Any, data: ExplainData) -> OOBInputs:
         """Check that ``data`` holds the training rows and pack everything for the kernels."""
-        check_training_rows(model, data.X, data.y)
-        forest = pack_forest(model)
-        return OOBInputs(forest=forest, inbag=inbag_of(model), X32=as_float32_rows(data.X),
-                         targets=target_codes(model, data.y, forest.classifier))
+        view = forest_view(model)
+        check_training_rows(view, data.X, data.y)
+        return OOBInputs(view=view, X32=as_float32_rows(data.X),
+                         targets=target_codes(view.classes, data.y))

@@ -9,6 +9,7 @@ import numpy as np
 from harness.core.method import ExplainData, Method
 from harness.core.params import Interval, Options, Param
 from harness.forest.inbag import class_codes
+from harness.forest.view import forest_view
 
 SAGE_LOSSES = {"cross_entropy": "cross entropy", "mse": "mse"}  # ours -> sage's names
 SAGE_UNITS = {"cross_entropy": "nats (cross-entropy)", "mse": "squared error (units of y squared)"}
@@ -58,7 +59,7 @@ class SageMethod(Method):
     def targets(model: Any, data: ExplainData) -> np.ndarray:
         """Class index per row for classifiers, float y for regressors."""
         if data.task == "classification":
-            return class_codes(model, np.asarray(data.y))
+            return class_codes(forest_view(model).classes, np.asarray(data.y))
         return np.asarray(data.y, dtype=np.float64)
 
     def _reporter(self, progress):

@@ -1,10 +1,8 @@
 """In-bag bookkeeping: which training rows each tree saw, and how many times.
 
-``inbag_of(model)`` returns the count matrix c[i, t] (times row i was drawn for tree t); it is
-computed once per fitted forest and kept beside it (:mod:`harness.forest.view`), so every
-out-of-bag method of a run shares it. The counts come from scikit-learn's public
-``estimators_samples_`` (the bootstrap indices regenerated from each tree's seed, weighted
-draws included), and ``check_training_rows``
+A forest view's ``inbag`` holds the count matrix c[i, t] (times row i was drawn for tree t);
+it is read once per fitted forest by the model's adapter (:mod:`harness.forest.view`), so every
+out-of-bag method of a run shares it. ``check_training_rows``
 proves on the caller's rows that they are the rows the forest was fitted on: it rebuilds the
 leaf values of a tree from the in-bag rows and their counts (a tree fitted with counts as
 weights stores the count-weighted mean of y, or of the one-hot classes, in each leaf).
@@ -13,12 +11,15 @@ weights stores the count-weighted mean of y, or of the one-hot classes, in each 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from harness.core.errors import BadInputError
-from harness.forest.packed import PackedForest, apply_packed, apply_tree, pack_forest
-from harness.forest.view import cached_form
+from harness.forest.packed import apply_packed, apply_tree
+
+if TYPE_CHECKING:
+    from harness.forest.view import ForestView
 
 
 @dataclass
@@ -46,41 +47,9 @@ class InBag:
         return self.oob.sum(axis=1)
 
 
-def _training_size(model) -> int:
-    size = getattr(model, "_n_samples", None)  # set by BaseForest.fit
-    if size is None:
-        size = len(getattr(model, "harness_fit_", {}).get("train_index", ()))
-    if not size:
-        raise BadInputError(
-            f"Cannot tell how many rows this {type(model).__name__} was fitted on; the OOB "
-            "methods need a forest fitted by scikit-learn's fit()."
-        )
-    return int(size)
-
-
-def inbag_of(model) -> InBag:
-    """In-bag counts of ``model``, built once per fitted forest (kept by
-    :func:`harness.forest.view.cached_form`, never on ``model``).
-
-    Without bootstrap every tree sees every row once, so there is no out-of-bag row.
-    """
-    return cached_form(model, "inbag", lambda: _count_inbag(model))
-
-
-def _count_inbag(model) -> InBag:
-    n = _training_size(model)
-    counts = np.empty((n, len(model.estimators_)), dtype=np.int32)
-    if not getattr(model, "bootstrap", False):
-        counts[:] = 1
-    else:
-        for t, drawn in enumerate(model.estimators_samples_):
-            counts[:, t] = np.bincount(drawn, minlength=n)
-    return InBag(counts)
-
-
-def class_codes(model, y: np.ndarray) -> np.ndarray:
-    """Targets of a classifier as indices into ``model.classes_`` (clear error otherwise)."""
-    classes = np.asarray(model.classes_)
+def class_codes(classes: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Labels as indices into a classifier's ``classes`` (clear error otherwise)."""
+    classes = np.asarray(classes)
     codes = np.searchsorted(classes, y)
     codes = np.clip(codes, 0, len(classes) - 1)
     unknown = classes[codes] != y
@@ -92,24 +61,24 @@ def class_codes(model, y: np.ndarray) -> np.ndarray:
     return codes.astype(np.int64)
 
 
-def target_matrix(forest: PackedForest, model, y: np.ndarray) -> np.ndarray:
+def target_matrix(view: ForestView, y: np.ndarray) -> np.ndarray:
     """y as the forest's output space: one-hot classes (n, C) or a column (n, 1) of floats."""
-    if forest.classifier:
-        codes = class_codes(model, np.asarray(y))
-        onehot = np.zeros((codes.size, forest.n_values))
+    if view.classifier:
+        codes = class_codes(view.classes, np.asarray(y))
+        onehot = np.zeros((codes.size, len(view.classes)))
         onehot[np.arange(codes.size), codes] = 1.0
         return onehot
     return np.asarray(y, dtype=np.float64).reshape(-1, 1)
 
 
-def check_training_rows(model, X: np.ndarray, y: np.ndarray, tree: int = 0) -> None:
-    """Raise unless ``X, y`` are, in order, the rows ``model`` was fitted on.
+def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray, tree: int = 0) -> None:
+    """Raise unless ``X, y`` are, in order, the rows the model of ``view`` was fitted on.
 
     Checks the row count, then recomputes the leaf values of tree ``tree`` as count-weighted
     means of the in-bag targets and compares them with the stored ones. Skipped for forests
     with ``class_weight`` (their trees weight rows by more than the counts).
     """
-    inbag = inbag_of(model)
+    inbag = view.inbag
     if X.shape[0] != inbag.n_samples:
         raise BadInputError(
             f"The OOB methods need the training rows the forest was fitted on, in order: it "
@@ -117,10 +86,10 @@ def check_training_rows(model, X: np.ndarray, y: np.ndarray, tree: int = 0) -> N
         )
     if y is None:
         raise BadInputError("The OOB methods need the training targets y; got none.")
-    if getattr(model, "class_weight", None) is not None:
+    if view.class_weighted:
         return
-    forest = pack_forest(model)
-    targets = target_matrix(forest, model, y)
+    forest = view.packed
+    targets = target_matrix(view, y)
     leaves = apply_tree(forest, X, tree)
     weights = inbag.counts[:, tree].astype(np.float64)
     reached = np.unique(leaves[weights > 0])
@@ -141,7 +110,7 @@ def check_training_rows(model, X: np.ndarray, y: np.ndarray, tree: int = 0) -> N
         )
 
 
-def oob_predictions(model, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def oob_predictions(view: ForestView, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Out-of-bag forest output rebuilt from the in-bag counts.
 
     Returns ``(prediction, n_oob_trees)``: the mean over each row's out-of-bag trees of the
@@ -149,8 +118,7 @@ def oob_predictions(model, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     many trees that mean is over. Rows with no out-of-bag tree get NaN. For training rows this
     equals scikit-learn's ``oob_decision_function_`` / ``oob_prediction_``.
     """
-    forest = pack_forest(model)
-    inbag = inbag_of(model)
+    forest, inbag = view.packed, view.inbag
     leaves = apply_packed(forest, X)
     total = np.zeros((X.shape[0], forest.n_values))
     oob = inbag.oob

@@ -118,8 +118,8 @@ def row_loss_increases(code, targets, base, shift, n_oob, rows):
     return out
 
 
-def target_codes(model, y: np.ndarray, classifier: bool) -> np.ndarray:
-    """Targets for the kernels: float y, or the class index in ``model.classes_``."""
-    if classifier:
-        return class_codes(model, np.asarray(y)).astype(np.float64)
+def target_codes(classes: np.ndarray | None, y: np.ndarray) -> np.ndarray:
+    """Targets for the kernels: float y (``classes`` None), or the class index in ``classes``."""
+    if classes is not None:
+        return class_codes(classes, np.asarray(y)).astype(np.float64)
     return np.asarray(y, dtype=np.float64)

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from harness.forest.sklearn import flatten_forest, is_classifier
-from harness.forest.view import cached_form
+from harness.forest.flat import FlatTree
 
 
 @dataclass
@@ -60,16 +59,10 @@ class PackedForest:
         return np.unique(features)
 
 
-def pack_forest(model) -> PackedForest:
-    """Pack a fitted RF/ExtraTrees forest once (kept by :func:`harness.forest.view.cached_form`,
-    never on ``model``)."""
-    return cached_form(model, "packed", lambda: _pack(model))
-
-
-def _pack(model) -> PackedForest:
-    trees = flatten_forest(model)
+def pack_trees(trees: list[FlatTree], n_features: int, classifier: bool) -> PackedForest:
+    """Concatenate flat trees into a :class:`PackedForest` (see the module docstring)."""
     sizes = np.array([tree.n_nodes for tree in trees], dtype=np.int64)
-    packed = PackedForest(
+    return PackedForest(
         left=np.concatenate([tree.left for tree in trees]).astype(np.int64),
         right=np.concatenate([tree.right for tree in trees]).astype(np.int64),
         feature=np.concatenate([tree.feature for tree in trees]).astype(np.int64),
@@ -78,11 +71,10 @@ def _pack(model) -> PackedForest:
         cover=np.concatenate([tree.weighted_n for tree in trees]).astype(np.float64),
         impurity=np.concatenate([tree.impurity for tree in trees]).astype(np.float64),
         offsets=np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
-        max_depth=max(int(est.tree_.max_depth) for est in model.estimators_),
-        n_features=int(model.n_features_in_),
-        classifier=is_classifier(model),
+        max_depth=max(tree.max_depth for tree in trees),
+        n_features=int(n_features),
+        classifier=bool(classifier),
     )
-    return packed
 
 
 def as_float32_rows(X: np.ndarray) -> np.ndarray:

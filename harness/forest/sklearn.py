@@ -1,16 +1,15 @@
-"""Shared tree kernels: a forest flattened once into arrays, and path accumulations.
+"""The scikit-learn adapter: how a fitted RandomForest/ExtraTrees stores its trees.
 
-scikit-learn stores each tree as parallel arrays in which a node's children always have larger
-ids than the node itself. The functions here use that order to accumulate, for every node, the
-sum over the edges of its root path of a per-edge quantity credited to the feature split on at
-the parent. Evaluating a decomposition at ``x`` is then a gather at the leaf that ``x`` reaches
-(one ``apply``), which is what makes local MDI and Saabas cost about one ``predict``.
+This is the one module that reads scikit-learn's tree arrays (``estimator.tree_``), its
+bootstrap draws (``estimators_samples_``) and its criterion names; everything else sees the
+model through :class:`harness.forest.view.ForestView`. Another tree library is added by
+writing one more adapter like :class:`SklearnForestAdapter` and listing it in
+:data:`harness.forest.view.ADAPTERS`.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 from sklearn.ensemble import (
@@ -21,6 +20,7 @@ from sklearn.ensemble import (
 )
 
 from harness.core.errors import BadInputError
+from harness.forest.flat import FlatTree
 
 FOREST_TYPES = (
     RandomForestClassifier,
@@ -28,50 +28,6 @@ FOREST_TYPES = (
     ExtraTreesClassifier,
     ExtraTreesRegressor,
 )
-
-
-@dataclass
-class FlatTree:
-    """One fitted tree as contiguous arrays (leaves have ``left == -1``).
-
-    ``value`` is (n_nodes, n_values): class probabilities for classifiers (rows sum to one,
-    whatever scikit-learn version stored counts or fractions), the node mean for regressors.
-    """
-
-    left: np.ndarray
-    right: np.ndarray
-    feature: np.ndarray
-    threshold: np.ndarray
-    impurity: np.ndarray
-    weighted_n: np.ndarray
-    value: np.ndarray
-
-    @property
-    def n_nodes(self) -> int:
-        return int(self.left.shape[0])
-
-    @property
-    def internal(self) -> np.ndarray:
-        return np.flatnonzero(self.left >= 0)
-
-
-def is_classifier(model) -> bool:
-    return hasattr(model, "classes_")
-
-
-def check_forest(model) -> None:
-    """Raise a clear error unless ``model`` is a fitted single-output RF/ExtraTrees forest."""
-    if not isinstance(model, FOREST_TYPES):
-        allowed = ", ".join(cls.__name__ for cls in FOREST_TYPES)
-        raise BadInputError(
-            f"Expected a fitted scikit-learn forest ({allowed}); got {type(model).__name__}."
-        )
-    if not hasattr(model, "estimators_"):
-        raise BadInputError(f"The {type(model).__name__} is not fitted; call fit() first.")
-    if getattr(model, "n_outputs_", 1) != 1:
-        raise BadInputError(
-            f"Only single-output forests are supported; got n_outputs_={model.n_outputs_}."
-        )
 
 
 def flatten_tree(estimator, classifier: bool) -> FlatTree:
@@ -90,64 +46,8 @@ def flatten_tree(estimator, classifier: bool) -> FlatTree:
         impurity=np.asarray(tree.impurity, dtype=float),
         weighted_n=np.asarray(tree.weighted_n_node_samples, dtype=float),
         value=value,
+        max_depth=int(tree.max_depth),
     )
-
-
-def flatten_forest(model) -> list[FlatTree]:
-    """All trees of a fitted forest, flattened (checked with :func:`check_forest`)."""
-    check_forest(model)
-    classifier = is_classifier(model)
-    return [flatten_tree(est, classifier) for est in model.estimators_]
-
-
-def tree_mdi(tree: FlatTree, n_features: int) -> np.ndarray:
-    """Unnormalised MDI of one tree: sum over its nodes split on j of p(t) Δi(t).
-
-    Louppe et al. 2013, Eq. 1 (one tree): p(t) is the weighted fraction of the tree's training
-    samples that reach t, Δi(t) = i(t) - p_L i(t_L) - p_R i(t_R).
-    """
-    nodes = tree.internal
-    w, imp = tree.weighted_n, tree.impurity
-    decrease = (
-        w[nodes] * imp[nodes]
-        - w[tree.left[nodes]] * imp[tree.left[nodes]]
-        - w[tree.right[nodes]] * imp[tree.right[nodes]]
-    )
-    return np.bincount(tree.feature[nodes], weights=decrease, minlength=n_features) / w[0]
-
-
-def path_accumulate(tree: FlatTree, node_quantity: np.ndarray, n_features: int,
-                    sign: float) -> np.ndarray:
-    """Per node, the root-path sum of edge terms, credited to the parent's split feature.
-
-    For every edge (t -> child) the term is ``sign * (q[child] - q[t])`` added to feature
-    ``v(t)``. With ``q = impurity`` and ``sign = -1`` this gives local MDI (Sutera et al. 2021,
-    Eq. 8: i(t) - i(t_x)); with ``q = value`` and ``sign = +1`` the Saabas contributions.
-
-    Parameters
-    ----------
-    tree : FlatTree
-    node_quantity : ndarray of shape (n_nodes,) or (n_nodes, k)
-    n_features : int
-    sign : float
-
-    Returns
-    -------
-    ndarray of shape (n_nodes, n_features) or (n_nodes, n_features, k)
-    """
-    q = np.asarray(node_quantity, dtype=float)
-    cum = np.zeros((tree.n_nodes, n_features) + q.shape[1:])
-    frontier = np.array([0])
-    while frontier.size:
-        parents = frontier[tree.left[frontier] >= 0]
-        if parents.size == 0:
-            break
-        split_on = tree.feature[parents]
-        for children in (tree.left[parents], tree.right[parents]):
-            cum[children] = cum[parents]
-            cum[children, split_on] += sign * (q[children] - q[parents])
-        frontier = np.concatenate((tree.left[parents], tree.right[parents]))
-    return cum
 
 
 def _quietly(call, X):
@@ -157,14 +57,10 @@ def _quietly(call, X):
         return call(X)
 
 
-def apply_leaves(model, X: np.ndarray) -> np.ndarray:
-    """Leaf id reached by every row in every tree, shape (n, n_trees) (scikit-learn routing)."""
-    return _quietly(model.apply, np.asarray(X, dtype=np.float32))
-
-
 def predict_output(model, X: np.ndarray) -> np.ndarray:
     """``predict_proba`` for classifiers, ``predict`` for regressors."""
-    return _quietly(model.predict_proba if is_classifier(model) else model.predict, X)
+    classifier = hasattr(model, "classes_")
+    return _quietly(model.predict_proba if classifier else model.predict, X)
 
 
 IMPURITY_UNITS = {
@@ -183,9 +79,66 @@ def impurity_unit(model) -> str:
     return IMPURITY_UNITS.get(str(model.criterion), str(model.criterion))
 
 
-def leaf_values(trees: list[FlatTree], leaves: np.ndarray) -> np.ndarray:
-    """Forest prediction rebuilt from leaf values: mean over trees, shape (n, n_values)."""
-    total = np.zeros((leaves.shape[0], trees[0].value.shape[1]))
-    for t, tree in enumerate(trees):
-        total += tree.value[leaves[:, t]]
-    return total / len(trees)
+class SklearnForestAdapter:
+    """Reads fitted scikit-learn RandomForest/ExtraTrees classifiers and regressors."""
+
+    library = "scikit-learn"
+    description = "scikit-learn " + ", ".join(cls.__name__ for cls in FOREST_TYPES)
+
+    @classmethod
+    def accepts(cls, model) -> bool:
+        return isinstance(model, FOREST_TYPES)
+
+    @classmethod
+    def check(cls, model) -> None:
+        if not hasattr(model, "estimators_"):
+            raise BadInputError(f"The {type(model).__name__} is not fitted; call fit() first.")
+        if getattr(model, "n_outputs_", 1) != 1:
+            raise BadInputError(
+                f"Only single-output forests are supported; got n_outputs_={model.n_outputs_}."
+            )
+
+    @classmethod
+    def describe(cls, model) -> dict:
+        classifier = hasattr(model, "classes_")
+        return {
+            "library": cls.library, "kind": type(model).__name__, "classifier": classifier,
+            "n_features": int(model.n_features_in_), "n_trees": len(model.estimators_),
+            "classes": np.asarray(model.classes_) if classifier else None,
+            "impurity_unit": impurity_unit(model),
+            "bootstrap": bool(getattr(model, "bootstrap", False)),
+            "class_weighted": getattr(model, "class_weight", None) is not None,
+        }
+
+    @classmethod
+    def flat_trees(cls, model) -> list[FlatTree]:
+        classifier = hasattr(model, "classes_")
+        return [flatten_tree(est, classifier) for est in model.estimators_]
+
+    @classmethod
+    def inbag_counts(cls, model) -> np.ndarray:
+        """From the public ``estimators_samples_`` (the bootstrap indices regenerated from each
+        tree's seed, weighted draws included)."""
+        n = getattr(model, "_n_samples", None)  # the training size, set by BaseForest.fit
+        if not n:  # or recorded by harness.fit_model
+            n = len(getattr(model, "harness_fit_", {}).get("train_index", ()))
+        if not n:
+            raise BadInputError(
+                f"Cannot tell how many rows this {type(model).__name__} was fitted on; the OOB "
+                "methods need a forest fitted by scikit-learn's fit()."
+            )
+        counts = np.empty((n, len(model.estimators_)), dtype=np.int32)
+        if not getattr(model, "bootstrap", False):
+            counts[:] = 1
+        else:
+            for t, drawn in enumerate(model.estimators_samples_):
+                counts[:, t] = np.bincount(drawn, minlength=n)
+        return counts
+
+    @classmethod
+    def trees_signature(cls, model) -> tuple:
+        return tuple(id(tree) for tree in model.estimators_)
+
+    @classmethod
+    def predict_output(cls, model, X: np.ndarray) -> np.ndarray:
+        return predict_output(model, X)

@@ -1,45 +1,184 @@
-"""Derived forms of a fitted forest, built once per model and kept beside it, not on it.
+"""One view of a fitted tree ensemble: the only form in which methods and kernels see a model.
 
-The packed arrays, the in-bag counts and the compact path form of a forest are built the
-first time a method needs them and reused by every later call on the same fitted model. They
-live in a :class:`weakref.WeakKeyDictionary` keyed by the estimator, so the user's object is
-never modified, nothing is pickled along with it, and the forms go when the model goes. A
-model fitted again (new trees) gets new forms.
+A :class:`ForestView` holds what the kernels read, whatever library grew the trees: the flat
+trees, the packed arrays (:mod:`harness.forest.packed`), the compact form the path walks read
+(:mod:`harness.forest.compact`) and the in-bag counts (:mod:`harness.forest.inbag`). Each is
+built the first time it is asked for, from what the model's adapter reads (one adapter per
+library; :mod:`harness.forest.sklearn` today), and reused by every later call on the same
+fitted model.
+
+Views live in a :class:`weakref.WeakKeyDictionary` keyed by the estimator: the user's object is
+never modified, nothing is pickled along with it, the view goes when the model goes (it holds
+the model weakly), and a model fitted again (new trees) gets a new view.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol
 
-Form = TypeVar("Form")
+import numpy as np
 
-_FORMS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+from harness.core.errors import BadInputError
+from harness.forest.compact import PathForest, compact_forest
+from harness.forest.flat import FlatTree
+from harness.forest.inbag import InBag
+from harness.forest.packed import PackedForest, apply_packed, pack_trees, packed_output
+from harness.forest.sklearn import SklearnForestAdapter
 
 
-def _trees_signature(model) -> tuple[int, ...]:
-    """Identity of the fitted trees: refitting replaces every tree object."""
-    return tuple(id(tree) for tree in getattr(model, "estimators_", ()))
+class ForestAdapter(Protocol):
+    """What a tree library's adapter tells the view about one fitted model."""
+
+    library: str
+    description: str  # the models it reads, for error messages
+
+    @classmethod
+    def accepts(cls, model: Any) -> bool:
+        """True if this adapter reads models of ``model``'s type (fitted or not)."""
+
+    @classmethod
+    def check(cls, model: Any) -> None:
+        """Raise :class:`BadInputError` unless ``model`` is a fitted model it can read."""
+
+    @classmethod
+    def describe(cls, model: Any) -> dict[str, Any]:
+        """The view's scalar fields (see :class:`ForestView`)."""
+
+    @classmethod
+    def flat_trees(cls, model: Any) -> list[FlatTree]:
+        """Every tree as a :class:`FlatTree`, in the model's tree order."""
+
+    @classmethod
+    def inbag_counts(cls, model: Any) -> np.ndarray:
+        """Times each training row was drawn for each tree, (n_training_rows, n_trees)."""
+
+    @classmethod
+    def trees_signature(cls, model: Any) -> tuple:
+        """Identity of the fitted trees, which a refit changes."""
+
+    @classmethod
+    def predict_output(cls, model: Any, X: np.ndarray) -> np.ndarray:
+        """The model's own prediction, by its own library (see :func:`predict_output`)."""
 
 
-def cached_form(model, name: str, build: Callable[[], Form]) -> Form:
-    """The form ``name`` of ``model``, from ``build()`` the first time it is asked for.
+#: One adapter per tree library; the first that accepts a model reads it.
+ADAPTERS: tuple[type[ForestAdapter], ...] = (SklearnForestAdapter,)
 
-    Parameters
+
+@dataclass(eq=False)
+class ForestView:
+    """How the harness sees one fitted tree ensemble (built by :func:`forest_view`).
+
+    Attributes
     ----------
-    model : fitted tree ensemble
-        The key (held weakly).
-    name : str
-        Which form, e.g. ``"packed"``, ``"inbag"``, ``"paths"``.
-    build : callable
-        Builds the form from the model; called at most once per fitted forest.
+    library, kind : str
+        Which adapter read the model, and the model's type name.
+    classifier : bool
+    n_features, n_trees : int
+    classes : ndarray or None
+        Class labels in output order (classifiers).
+    impurity_unit : str
+        Unit of the node impurities (bits for entropy).
+    bootstrap : bool
+        Whether the trees were grown on bootstrap samples (out-of-bag rows exist).
+    class_weighted : bool
+        Whether the trees weighted rows by class (``class_weight``) beyond the in-bag counts.
+    trees, packed, paths, inbag
+        The derived forms, each built on first use (see the module docstring).
     """
-    signature = _trees_signature(model)
-    forms = _FORMS.get(model)
-    if forms is None or forms["__trees__"] != signature:
-        forms = {"__trees__": signature}
-        _FORMS[model] = forms
-    if name not in forms:
-        forms[name] = build()
-    return forms[name]
+
+    library: str
+    kind: str
+    classifier: bool
+    n_features: int
+    n_trees: int
+    classes: np.ndarray | None
+    impurity_unit: str
+    bootstrap: bool
+    class_weighted: bool
+    _adapter: type[ForestAdapter] = field(repr=False)
+    _model: weakref.ref = field(repr=False)
+    _signature: tuple = field(repr=False)
+
+    def _source(self) -> Any:
+        model = self._model()
+        if model is None:  # the view outlived its model (kept by a caller)
+            raise BadInputError(f"The {self.kind} this forest view was built from is gone.")
+        return model
+
+    @cached_property
+    def trees(self) -> list[FlatTree]:
+        """Every tree as a :class:`~harness.forest.sklearn.FlatTree`."""
+        return self._adapter.flat_trees(self._source())
+
+    @cached_property
+    def packed(self) -> PackedForest:
+        """All trees as contiguous arrays, the form most kernels read."""
+        return pack_trees(self.trees, self.n_features, self.classifier)
+
+    @cached_property
+    def paths(self) -> PathForest:
+        """The compact form the path walks read (int32 ids, float32 thresholds)."""
+        return compact_forest(self.packed)
+
+    @cached_property
+    def inbag(self) -> InBag:
+        """In-bag counts (n_training_rows, n_trees); every row once without bootstrap."""
+        return InBag(self._adapter.inbag_counts(self._source()))
+
+    def build(self, *forms: str) -> ForestView:
+        """Build the named forms now (e.g. before cell processes fork, so they share them)."""
+        for form in forms:
+            getattr(self, form)
+        return self
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """Local leaf id of every row in every tree, (n, n_trees)."""
+        return apply_packed(self.packed, X)
+
+    def output(self, X: np.ndarray) -> np.ndarray:
+        """Mean over trees of the tree outputs, (n, n_values)."""
+        return packed_output(self.packed, X)
+
+
+_VIEWS: weakref.WeakKeyDictionary[Any, ForestView] = weakref.WeakKeyDictionary()
+
+
+def adapter_of(model: Any) -> type[ForestAdapter]:
+    """The adapter that reads ``model``, or a clear error naming the models that are read."""
+    for adapter in ADAPTERS:
+        if adapter.accepts(model):
+            return adapter
+    allowed = "; ".join(adapter.description for adapter in ADAPTERS)
+    raise BadInputError(f"Expected a fitted tree model of a kind the harness reads "
+                        f"({allowed}); got {type(model).__name__}.")
+
+
+def forest_view(model: Any) -> ForestView:
+    """The :class:`ForestView` of a fitted model, built once per fitted model.
+
+    Raises
+    ------
+    BadInputError
+        If no adapter reads ``model``, or it is not fitted, or it is a kind of model the
+        adapter refuses (e.g. multi-output forests).
+    """
+    adapter = adapter_of(model)
+    adapter.check(model)
+    signature = adapter.trees_signature(model)
+    view = _VIEWS.get(model)
+    if view is None or view._signature != signature:
+        view = ForestView(**adapter.describe(model), _adapter=adapter,
+                          _model=weakref.ref(model), _signature=signature)
+        _VIEWS[model] = view
+    return view
+
+
+def predict_output(model: Any, X: np.ndarray) -> np.ndarray:
+    """The model's own prediction as the kernels' output space (``predict_proba`` of a
+    classifier, ``predict`` of a regressor as a column or vector), by its own library's code:
+    the reference that decompositions add up to and that timings are compared with."""
+    return adapter_of(model).predict_output(model, X)

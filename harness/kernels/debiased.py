@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from harness.forest.packed import child
+from harness.forest.packed import PackedForest, child
 
 
 @njit(cache=True)
@@ -34,8 +34,8 @@ def _node_sums(left, right, feature, threshold, start, size, X32, weights, targe
 
 
 @njit(parallel=True, cache=True)
-def debiased_mdi_terms(left, right, feature, threshold, value, offsets, X32, counts,
-                       targets, inbag):
+def _debiased_mdi_terms(left, right, feature, threshold, value, offsets, X32, counts,
+                        targets, inbag):
     """Per-tree MDI-oob and UFI terms, shape (n_trees, p) each, and each tree's W_0.
 
     Parameters
@@ -87,3 +87,11 @@ def debiased_mdi_terms(left, right, feature, threshold, value, offsets, X32, cou
             mdi_oob[t, j] /= weight[0]
             ufi[t, j] /= weight[0]
     return mdi_oob, ufi, root_weight
+
+
+def debiased_mdi_terms(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
+                       targets: np.ndarray, inbag: bool) -> tuple:
+    """Per-tree MDI-oob and UFI terms of ``forest`` (a forest view's ``packed`` field); see
+    :func:`_debiased_mdi_terms`."""
+    return _debiased_mdi_terms(forest.left, forest.right, forest.feature, forest.threshold,
+                               forest.value, forest.offsets, X32, counts, targets, inbag)

@@ -26,72 +26,18 @@ half the memory.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import numba
 import numpy as np
 from numba import njit, prange
 
-from harness.forest.packed import PackedForest, as_float32_rows, pack_forest
-from harness.forest.view import cached_form
+from harness.forest.compact import PathForest, compact_forest
+from harness.forest.packed import PackedForest, as_float32_rows
 
 #: Rows of a block when every class is accumulated: the block's output stays in cache.
 WIDE_BLOCK_ROWS = 256
 #: Trees whose mean guesses the predicted class before the walk that accumulates it.
 GUESS_TREES = 8
-
-
-@dataclass
-class PathForest:
-    """A :class:`PackedForest` in the compact form the path walks read.
-
-    Ids are int32 and local to their tree; ``kids[t] = (right, left)`` so that the child is
-    ``kids[t, x <= threshold]``, an indexed load instead of an unpredictable branch;
-    ``feature`` is -1 at leaves; ``threshold`` is float32, rounded down; ``value_by_class``
-    is ``value`` transposed (n_values, n_nodes), one contiguous row per class. ``leaf_ptr``,
-    ``leaf_class`` and ``leaf_value`` hold the nonzero leaf values (CSR by node): skipping
-    exact zeros leaves every sum unchanged.
-    """
-
-    packed: PackedForest
-    kids: np.ndarray
-    feature: np.ndarray
-    threshold: np.ndarray
-    value_by_class: np.ndarray
-    leaf_ptr: np.ndarray
-    leaf_class: np.ndarray
-    leaf_value: np.ndarray
-
-
-def _round_down_float32(threshold: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        low = threshold.astype(np.float32)
-    above = low.astype(np.float64) > threshold
-    low[above] = np.nextafter(low[above], np.float32(-np.inf))
-    return low
-
-
-def compact_forest(packed: PackedForest) -> PathForest:
-    """Build the :class:`PathForest` of a packed forest."""
-    inner = packed.left >= 0
-    leaf_values = np.where(inner[:, None], 0.0, packed.value)
-    rows, classes = np.nonzero(leaf_values)
-    return PathForest(
-        packed=packed,
-        kids=np.stack([packed.right, packed.left], axis=1).astype(np.int32),
-        feature=np.where(inner, packed.feature, -1).astype(np.int32),
-        threshold=_round_down_float32(packed.threshold),
-        value_by_class=np.ascontiguousarray(packed.value.T),
-        leaf_ptr=np.concatenate(([0], np.cumsum(np.count_nonzero(leaf_values, axis=1)))),
-        leaf_class=classes.astype(np.int32),
-        leaf_value=leaf_values[rows, classes],
-    )
-
-
-def path_forest(model) -> PathForest:
-    """The compact path-walk form of a fitted forest, built once per fitted forest (kept by
-    :func:`harness.forest.view.cached_form`, never on ``model``)."""
-    return cached_form(model, "paths", lambda: compact_forest(pack_forest(model)))
 
 
 def _block_rows(n: int, limit: int) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from harness.core.errors import BadInputError, MethodSkipped, NotInstalledError
-from harness.forest.sklearn import predict_output
+from harness.forest.view import predict_output
 from harness.run.cell_result import CellResult
 from harness.run.cells import Cell
 from harness.run.protocol import ExplainRequest, run_protocol

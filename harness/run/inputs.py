@@ -27,7 +27,7 @@ import pandas as pd
 
 from harness.core.errors import BadInputError
 from harness.core.method import ExplainData
-from harness.forest.sklearn import check_forest, is_classifier
+from harness.forest.view import forest_view
 
 SEED_MAX = 2**32 - 1
 _SHOWN = 12  # names listed in full up to this many; longer lists are cut
@@ -210,8 +210,9 @@ def check_y(model: object, y: object, n_rows: int) -> np.ndarray | None:
     target = np.asarray(y)
     if target.shape != (n_rows,):
         raise BadInputError(f"y must have shape ({n_rows},) to match X; got {target.shape}.")
-    if is_classifier(model):
-        return _check_labels(model, target)
+    view = forest_view(model)
+    if view.classifier:
+        return _check_labels(view.classes, target)
     allowed = "finite numbers for a regressor"
     values = _numbers(target, "y", allowed)
     bad = np.flatnonzero(~np.isfinite(values))
@@ -228,9 +229,9 @@ def _is_class(value: object, known: set) -> bool:
         return False
 
 
-def _check_labels(model: object, target: np.ndarray) -> np.ndarray:
-    """A classifier's targets, all among ``model.classes_``, in the dtype of ``classes_``."""
-    classes = np.asarray(model.classes_)
+def _check_labels(classes: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """A classifier's targets, all among its ``classes``, in the dtype of ``classes``."""
+    classes = np.asarray(classes)
     known = set(classes.tolist())
     try:
         distinct = pd.unique(target)  # hashed in one pass; the rows are looped over on error
@@ -275,7 +276,7 @@ def check_X(model: object, X: object, feature_names: Sequence[str] | None = None
 
     Returns X as float64 and the names of its columns in order.
     """
-    check_forest(model)
+    n_features = forest_view(model).n_features
     names = check_feature_names(model, X, feature_names)
     try:
         array = np.asarray(X, dtype=float)
@@ -286,9 +287,9 @@ def check_X(model: object, X: object, feature_names: Sequence[str] | None = None
     if array.ndim != 2:
         raise BadInputError(f"X must be a 2-D array (n_samples, n_features); got shape "
                             f"{array.shape}.")
-    if array.shape[1] != model.n_features_in_:
+    if array.shape[1] != n_features:
         raise BadInputError(f"X has {array.shape[1]} columns but the model was fitted on "
-                            f"{model.n_features_in_} features.")
+                            f"{n_features} features.")
     if array.shape[0] == 0:
         raise BadInputError("X has no rows; expected at least one row to explain.")
     if not np.all(np.isfinite(array)):
@@ -342,6 +343,6 @@ def validate_explain_inputs(
     n_rows = array.shape[0]
     return ExplainData(
         X=array, y=check_y(model, y, n_rows), feature_names=names,
-        task="classification" if is_classifier(model) else "regression",
+        task="classification" if forest_view(model).classifier else "regression",
         sample_weight=check_sample_weight(sample_weight, n_rows),
     )

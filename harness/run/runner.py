@@ -16,7 +16,7 @@ import numpy as np
 from harness.core import registry
 from harness.core.errors import BadInputError, HarnessError
 from harness.forest.models import fit_model
-from harness.forest.sklearn import predict_output
+from harness.forest.view import predict_output
 from harness.run.cell_result import FINAL_STATUSES, CellResult
 from harness.run.cells import Cell, expand_datasets, expand_methods, expand_models, iter_cells
 from harness.run.defaults import DEFAULT_GRID

@@ -37,7 +37,8 @@ def _cases(ds, model, out):
         (lambda: harness.explain("tree_sage", model, X, y, thresh=2.0), InvalidParameterError,
          "The 'thresh' parameter of tree_sage must be a float in (0, 1). Got 2.0 instead."),
         (lambda: harness.explain("mdi", LinearRegression().fit(X, y), X), BadInputError,
-         "Expected a fitted scikit-learn forest (RandomForestClassifier, "),
+         "Expected a fitted tree model of a kind the harness reads (scikit-learn "
+         "RandomForestClassifier, "),
         (lambda: harness.explain("mdi", RandomForestClassifier(), X), BadInputError,
          "The RandomForestClassifier is not fitted; call fit() first."),
         (lambda: harness.explain("saabas", model, nan), BadInputError,

@@ -116,7 +116,8 @@ def test_explain_rejects_what_is_not_a_fitted_forest(iris):
     from sklearn.linear_model import LogisticRegression
 
     X, y = iris
-    with pytest.raises(harness.BadInputError, match="Expected a fitted scikit-learn forest"):
+    with pytest.raises(harness.BadInputError,
+                       match="Expected a fitted tree model of a kind the harness reads"):
         harness.explain("mdi", LogisticRegression().fit(X, y), X)
     with pytest.raises(harness.BadInputError, match="not fitted"):
         harness.explain("mdi", ExtraTreesClassifier(), X)

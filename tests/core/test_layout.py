@@ -45,3 +45,35 @@ def test_a_plugin_import_by_name_is_seen(tmp_path):
     source.write_text("import numpy\nfrom harness.methods.mdi import MDI\n")
     assert [n for n in _imported_modules(source) if n.startswith(PLUGIN_PACKAGES)] == [
         "harness.methods.mdi", "harness.methods.mdi.MDI"]
+
+
+#: scikit-learn's fitted-tree internals, which only its adapter reads
+SKLEARN_TREE_ATTRIBUTES = {"tree_", "estimators_", "estimators_samples_", "children_left",
+                           "children_right", "weighted_n_node_samples"}
+#: modules that grow their own scikit-learn trees inside a method (the subspace forests) or
+#: fit the models of a grid, and so may read what they grew
+OWN_TREES = {"harness/forest/sklearn.py", "harness/forest/models.py",
+             "harness/estimators/random_subspace.py"}
+ROOT = HARNESS.parent
+
+
+def _attributes_read(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+
+
+@pytest.mark.parametrize(
+    "path", sorted(p for p in [*HARNESS.rglob("*.py"), *(ROOT / "methods").glob("*.py")]
+                   if p.relative_to(ROOT).as_posix() not in OWN_TREES),
+    ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_only_the_adapter_reads_how_scikit_learn_stores_a_tree(path):
+    """Kernels, estimators and methods see a model through its ForestView: another tree
+    library is then one adapter away (DESIGN.md, ``harness/forest/``)."""
+    read = _attributes_read(path) & SKLEARN_TREE_ATTRIBUTES
+    assert read == set(), f"{path} reads {sorted(read)}; use harness.forest_view(model)"
+
+
+def test_an_attribute_read_is_seen(tmp_path):
+    source = tmp_path / "bad.py"
+    source.write_text("def f(model):\n    return model.estimators_[0].tree_.feature\n")
+    assert _attributes_read(source) & SKLEARN_TREE_ATTRIBUTES == {"estimators_", "tree_"}

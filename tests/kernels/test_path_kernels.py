@@ -14,8 +14,9 @@ from sklearn.ensemble import (
 )
 
 import harness
+from harness.forest.view import forest_view
 from harness.kernels import paths as path_kernels
-from harness.kernels.paths import local_mdi_paths, path_forest, saabas_paths
+from harness.kernels.paths import local_mdi_paths, saabas_paths
 
 ATOL = 1e-12
 
@@ -83,14 +84,14 @@ def fitted(request):
 def test_local_mdi_equals_the_plain_path_walk(fitted):
     model, X = fitted
     expected, _ = _plain_walk(model, X, _impurity)
-    np.testing.assert_allclose(local_mdi_paths(path_forest(model), X), -expected[:, :, 0],
+    np.testing.assert_allclose(local_mdi_paths(forest_view(model).paths, X), -expected[:, :, 0],
                                rtol=0, atol=ATOL)
 
 
 def test_saabas_equals_the_plain_path_walk_for_every_output(fitted):
     model, X = fitted
     expected, prediction = _plain_walk(model, X, _value)
-    forest = path_forest(model)
+    forest = forest_view(model).paths
     bias = np.mean([_value(est.tree_)[0] for est in model.estimators_], axis=0)
     if not hasattr(model, "classes_"):
         values, _, base = saabas_paths(forest, X)
@@ -116,7 +117,7 @@ def test_predicted_class_is_right_when_the_guess_from_the_first_trees_is_wrong(m
     first = model.estimators_[0].predict_proba(X.astype(np.float32)).argmax(axis=1)
     assert np.sum(first != model.predict_proba(X).argmax(axis=1)) > 5  # the case is exercised
     monkeypatch.setattr(path_kernels, "GUESS_TREES", 1)
-    forest = path_forest(model)
+    forest = forest_view(model).paths
     chosen, proba, _ = saabas_paths(forest, X, -1)
     every, _, _ = saabas_paths(forest, X, -2)
     np.testing.assert_array_equal(chosen, every[np.arange(len(X)), :, proba.argmax(axis=1)])
@@ -125,7 +126,7 @@ def test_predicted_class_is_right_when_the_guess_from_the_first_trees_is_wrong(m
 def test_ties_go_to_the_first_class_as_in_argmax():
     X, y = load_iris(return_X_y=True)
     model = ExtraTreesClassifier(2, max_features=1, random_state=0).fit(X[::2], y[::2])
-    _, proba, _ = saabas_paths(path_forest(model), X, -2)
+    _, proba, _ = saabas_paths(forest_view(model).paths, X, -2)
     assert np.any(proba.max(axis=1) == 0.5)  # two trees that disagree: exact ties
     imp = harness.explain("saabas", model, X)
     every = harness.explain("saabas", model, X, output="all_classes")
@@ -144,7 +145,7 @@ def test_rows_on_a_threshold_are_routed_as_scikit_learn_routes():
     for k, (f, t) in enumerate(zip(tree.feature[inner], tree.threshold[inner])):
         probes[2 * k, f] = np.float32(t)  # may round up above the float64 threshold
         probes[2 * k + 1, f] = np.nextafter(np.float32(t), np.float32(np.inf))
-    values, _, base = saabas_paths(path_forest(model), probes)
+    values, _, base = saabas_paths(forest_view(model).paths, probes)
     np.testing.assert_allclose(base + values.sum(axis=1), model.predict(probes), rtol=0,
                                atol=1e-9)
     expected, _ = _plain_walk(model, probes, _value)
@@ -157,7 +158,7 @@ def test_results_do_not_depend_on_the_number_of_threads():
         pytest.skip("numba has a single thread here")
     X, y = _digits()
     model = ExtraTreesClassifier(10, max_features=1, random_state=0).fit(X, y)
-    forest = path_forest(model)
+    forest = forest_view(model).paths
     before = numba.get_num_threads()
     try:
         runs = []

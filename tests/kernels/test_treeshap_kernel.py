@@ -11,7 +11,7 @@ from sklearn.ensemble import (
     RandomForestRegressor,
 )
 
-from harness.forest.packed import pack_forest
+from harness.forest.view import forest_view
 from harness.kernels.treeshap.path_dependent import path_dependent_shap
 from tests._support.shapley_by_subsets import shapley_by_subsets
 
@@ -85,7 +85,7 @@ def fitted(request):
 @pytest.mark.parametrize("sweep", ["auto", "top_down", "bottom_up"])
 def test_equals_shap_path_dependent(fitted, sweep):
     case, model, X = fitted
-    phi, base = path_dependent_shap(pack_forest(model), X, sweep=sweep)
+    phi, base = path_dependent_shap(forest_view(model).packed, X, sweep=sweep)
     theirs, their_base = _shap_reference(model, X)
     np.testing.assert_allclose(phi, theirs, rtol=0, atol=1e-9)
     np.testing.assert_allclose(base, their_base, rtol=0, atol=1e-12)
@@ -93,7 +93,7 @@ def test_equals_shap_path_dependent(fitted, sweep):
 
 def test_additivity(fitted):
     case, model, X = fitted
-    phi, base = path_dependent_shap(pack_forest(model), X)
+    phi, base = path_dependent_shap(forest_view(model).packed, X)
     scale = max(1.0, float(np.abs(_prediction(model, X)).max()))
     np.testing.assert_allclose(base + phi.sum(axis=1), _prediction(model, X), rtol=0,
                                atol=1e-12 * scale)
@@ -115,7 +115,7 @@ def test_cases_cover_deep_trees_repeated_features_and_weights(fitted):
 @pytest.mark.parametrize("sweep", ["top_down", "bottom_up"])
 def test_threads_do_not_change_results(sweep):
     model, X = _fit("multiclass_et_deep")
-    forest = pack_forest(model)
+    forest = forest_view(model).packed
     one, _ = path_dependent_shap(forest, X[:101], threads=1, sweep=sweep)
     two, _ = path_dependent_shap(forest, X[:101], threads=2, sweep=sweep)
     np.testing.assert_array_equal(one, two)
@@ -124,7 +124,7 @@ def test_threads_do_not_change_results(sweep):
 def test_unknown_sweep_is_refused():
     model, X = _fit("binary_rf")
     with pytest.raises(ValueError, match="sweep must be one of.*got 'sideways'"):
-        path_dependent_shap(pack_forest(model), X[:2], sweep="sideways")
+        path_dependent_shap(forest_view(model).packed, X[:2], sweep="sideways")
 
 
 def test_single_node_tree_adds_only_to_the_base():
@@ -134,7 +134,7 @@ def test_single_node_tree_adds_only_to_the_base():
     y = np.r_[np.zeros(19), 1]
     model = RandomForestClassifier(20, random_state=0).fit(X, y)
     assert any(est.tree_.node_count == 1 for est in model.estimators_)
-    phi, base = path_dependent_shap(pack_forest(model), X)
+    phi, base = path_dependent_shap(forest_view(model).packed, X)
     theirs, their_base = _shap_reference(model, X)
     np.testing.assert_allclose(phi, theirs, rtol=0, atol=1e-12)
     np.testing.assert_allclose(base, their_base, rtol=0, atol=1e-12)
@@ -182,6 +182,6 @@ def test_equals_brute_force_shapley_values(kind, sweep):
     model.fit(X, y)
     assert any(len(set(path)) < len(path)
                for est in model.estimators_ for path in _path_features(est.tree_))
-    phi, _ = path_dependent_shap(pack_forest(model), X[:4], sweep=sweep)
+    phi, _ = path_dependent_shap(forest_view(model).packed, X[:4], sweep=sweep)
     for row in range(4):
         np.testing.assert_allclose(phi[row], _brute_force(model, X[row]), rtol=0, atol=1e-12)

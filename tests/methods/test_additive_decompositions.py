@@ -8,7 +8,7 @@ import pytest
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestRegressor
 
 import harness
-from harness.forest.packed import pack_forest
+from harness.forest.view import forest_view
 from harness.kernels.treeshap.interventional import interventional_shap
 from tests._support.shapley_by_subsets import shapley_by_subsets
 
@@ -84,7 +84,7 @@ def test_interventional_kernel_equals_brute_force_shapley(diabetes):
     X = X[:, :7]
     model = RandomForestRegressor(4, random_state=0, max_depth=8).fit(X, y)
     background = X[:6]
-    ours = interventional_shap(pack_forest(model), X[10:13], background)[:, :, 0]
+    ours = interventional_shap(forest_view(model).paths, X[10:13], background)[:, :, 0]
     for row in range(3):
         expected = _brute_force_interventional(model, X[10 + row], background)
         np.testing.assert_allclose(ours[row], expected, rtol=0, atol=1e-10)
@@ -102,7 +102,7 @@ def test_interventional_kernel_with_two_words_of_background_rows(wine):
         runs = []
         for n_threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
             numba.set_num_threads(n_threads)
-            runs.append(interventional_shap(pack_forest(model), X[:3], background))
+            runs.append(interventional_shap(forest_view(model).paths, X[:3], background))
     finally:
         numba.set_num_threads(threads)
     np.testing.assert_array_equal(runs[0], runs[-1])
@@ -124,7 +124,7 @@ def test_interventional_kernel_routes_as_scikit_learn_next_to_a_threshold():
     model = RandomForestRegressor(1, bootstrap=False, random_state=0).fit(
         [[0.1085], [0.1169]], [0.0, 1.0])
     x, z = np.array([[0.1127]]), np.array([[0.1085]])
-    phi = interventional_shap(pack_forest(model), x, z)
+    phi = interventional_shap(forest_view(model).paths, x, z)
     assert model.predict(x)[0] - model.predict(z)[0] == 1.0
     assert phi[0, 0, 0] == 1.0
 

@@ -18,17 +18,17 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import harness
 from harness.estimators.debiased_mdi import debiased_mdi_terms
-from harness.forest.inbag import inbag_of, target_matrix
-from harness.forest.packed import as_float32_rows, pack_forest
+from harness.forest.inbag import target_matrix
+from harness.forest.packed import as_float32_rows
+from harness.forest.view import forest_view
 
 warnings.filterwarnings("ignore", message="Some inputs do not have OOB scores")
 
 
 def _terms(model, X, y, inbag):
-    forest = pack_forest(model)
-    return debiased_mdi_terms(forest.left, forest.right, forest.feature, forest.threshold,
-                              forest.value, forest.offsets, as_float32_rows(X),
-                              inbag_of(model).counts, target_matrix(forest, model, y), inbag)
+    view = forest_view(model)
+    return debiased_mdi_terms(view.packed, as_float32_rows(X), view.inbag.counts,
+                              target_matrix(view, y), inbag)
 
 
 def _three_class_target(X):
@@ -57,7 +57,7 @@ def test_inbag_scoring_equals_the_unnormalised_mdi_of_every_tree(case, max_sampl
     scale = np.abs(expected).max()
     np.testing.assert_allclose(mdi_oob, expected, rtol=0, atol=1e-12 * scale)
     np.testing.assert_allclose(ufi, expected, rtol=0, atol=1e-12 * scale)
-    np.testing.assert_array_equal(root, inbag_of(model).counts.sum(axis=0))
+    np.testing.assert_array_equal(root, forest_view(model).inbag.counts.sum(axis=0))
 
 
 def _strobl_data(seed: int, n: int = 1000):

@@ -8,7 +8,8 @@ from sklearn.ensemble import ExtraTreesClassifier
 from sklearn.ensemble._forest import _generate_sample_indices, _get_n_samples_bootstrap
 
 import harness
-from harness.forest.sklearn import flatten_forest, path_accumulate
+from harness.forest.flat import path_accumulate
+from harness.forest.view import forest_view
 
 
 def _scale(model) -> float:
@@ -58,7 +59,7 @@ def test_in_bag_weighted_local_mdi_equals_global_mdi_with_bootstrap(bootstrap_fo
         leaves = model.apply(X.astype(np.float32))
         p = X.shape[1]
         per_tree = []
-        for t, tree in enumerate(flatten_forest(model)):
+        for t, tree in enumerate(forest_view(model).trees):
             local_t = path_accumulate(tree, tree.impurity, p, sign=-1.0)[leaves[:, t]]
             per_tree.append(counts[:, t] @ local_t / counts[:, t].sum())
         global_ = harness.explain("mdi", model, X).values
@@ -125,7 +126,7 @@ def test_local_mdi_of_totally_randomized_trees_reaches_sutera_thm2():
     leaves = model.apply(ds.X.astype(np.float32))
     per_tree = np.stack([
         path_accumulate(tree, tree.impurity, ds.n_features, sign=-1.0)[leaves[:, t]]
-        for t, tree in enumerate(flatten_forest(model))
+        for t, tree in enumerate(forest_view(model).trees)
     ])
     stderr = per_tree.std(axis=0, ddof=1) / np.sqrt(per_tree.shape[0])
     local = harness.explain("local_mdi", model, ds.X).values

@@ -24,11 +24,11 @@ from sklearn.ensemble import (
 
 import harness
 from harness.core.errors import BadInputError, MethodSkipped
-from harness.forest.inbag import check_training_rows, inbag_of, oob_predictions
+from harness.forest.inbag import check_training_rows, oob_predictions
 from harness.forest.losses import TIE_MARGIN
-from harness.forest.packed import as_float32_rows, pack_forest
+from harness.forest.packed import as_float32_rows
 from harness.forest.permutations import STREAM_HELD_OUT, STREAM_OOB, draw_seed, keyed_permutation
-from harness.kernels.paths import path_forest
+from harness.forest.view import forest_view
 from harness.kernels.reroute.held_out import held_out_permutation_pass
 from harness.kernels.reroute.permutation import oob_permutation_pass
 from harness.kernels.reroute.projection import projected_oob_shift
@@ -62,12 +62,12 @@ def test_oob_regression_predictions_equal_scikit_learn_exactly(max_samples):
     X, y = make_friedman1(n_samples=200, random_state=1)
     model = RandomForestRegressor(n_estimators=25, oob_score=True, max_samples=max_samples,
                                   random_state=3).fit(X, y)
-    prediction, n_oob = oob_predictions(model, X)
+    prediction, n_oob = oob_predictions(forest_view(model), X)
     scored = n_oob > 0
     assert scored.sum() > 150
     np.testing.assert_array_equal(prediction[scored, 0], model.oob_prediction_[scored])
     assert np.all(np.isnan(prediction[~scored]))
-    counts = inbag_of(model).counts
+    counts = forest_view(model).inbag.counts
     assert counts.sum(axis=0).tolist() == [model._n_samples_bootstrap] * 25
 
 
@@ -77,18 +77,18 @@ def test_oob_class_probabilities_equal_scikit_learn_exactly_with_weights(forest)
     weight = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
     model = forest(n_estimators=30, bootstrap=True, oob_score=True, max_samples=0.7,
                    random_state=2).fit(X, y, sample_weight=weight)
-    prediction, n_oob = oob_predictions(model, X)
+    prediction, n_oob = oob_predictions(forest_view(model), X)
     scored = n_oob > 0
     np.testing.assert_array_equal(prediction[scored], model.oob_decision_function_[scored])
 
 
 def test_training_rows_are_checked(regression_forest):
     model, X, y = regression_forest
-    check_training_rows(model, X, y)
+    check_training_rows(forest_view(model), X, y)
     with pytest.raises(BadInputError, match="fitted on 160 rows, got X with 159"):
-        check_training_rows(model, X[1:], y[1:])
+        check_training_rows(forest_view(model), X[1:], y[1:])
     with pytest.raises(BadInputError, match="not the rows this forest was fitted on"):
-        check_training_rows(model, X[::-1], y[::-1])
+        check_training_rows(forest_view(model), X[::-1], y[::-1])
     with pytest.raises(BadInputError, match="not the rows"):
         harness.explain("mda_bc", model, X, y[::-1])
 
@@ -127,7 +127,7 @@ def _brute_force_oob_mda(model, X, y, loss: str, seed: int):
     """Both OOB MDAs by permuting whole OOB columns and calling each tree's predict."""
     classifier = hasattr(model, "classes_")
     classes = model.classes_ if classifier else None
-    counts = inbag_of(model).counts
+    counts = forest_view(model).inbag.counts
     n, p = X.shape
     per_tree = []
     permuted_sum = np.zeros((n, p, model.n_classes_ if classifier else 1))
@@ -143,7 +143,7 @@ def _brute_force_oob_mda(model, X, y, loss: str, seed: int):
             increase[j] = _loss(loss, y[oob], output, classes).mean() - base_loss
             permuted_sum[oob, j] += output
         per_tree.append(increase)
-    prediction, n_oob = oob_predictions(model, X)
+    prediction, n_oob = oob_predictions(forest_view(model), X)
     scored = n_oob > 0
     base_loss = _loss(loss, y[scored], prediction[scored], classes)
     ik = np.array([(_loss(loss, y[scored], permuted_sum[scored, j] / n_oob[scored, None],
@@ -192,9 +192,7 @@ def test_held_out_repeats_do_not_depend_on_their_blocks(classification_forest):
     """Repeats walked together (one path walk per tree) give the shifts of repeats walked one
     at a time on one thread, to the last bit, and the base output is predict_proba's."""
     model, X, _ = classification_forest
-    forest, compact = pack_forest(model), path_forest(model)
-    walk = (compact.kids, compact.feature, compact.threshold, forest.value, forest.offsets,
-            forest.max_depth, as_float32_rows(X), 11)
+    walk = (forest_view(model).paths, as_float32_rows(X), 11)
     together, base = held_out_permutation_pass(*walk, 0, 3)
     threads = numba.get_num_threads()
     try:
@@ -209,11 +207,9 @@ def test_held_out_repeats_do_not_depend_on_their_blocks(classification_forest):
 
 def test_trees_that_never_split_on_a_feature_contribute_exactly_zero(regression_forest):
     model, X, y = regression_forest
-    forest = pack_forest(model)
-    increase, shift = oob_permutation_pass(
-        forest.left, forest.right, forest.feature, forest.threshold, forest.value,
-        forest.offsets, forest.max_depth, as_float32_rows(X), inbag_of(model).counts, y,
-        0, 123, True)
+    forest = forest_view(model).packed
+    increase, shift = oob_permutation_pass(forest, as_float32_rows(X),
+                                           forest_view(model).inbag.counts, y, 0, 123, True)
     unused = 0
     for t in range(forest.n_trees):
         absent = np.setdiff1d(np.arange(X.shape[1]), forest.tree_features(t))
@@ -273,7 +269,7 @@ class _ReferenceTree:
 
 def _reference_projected_shift(model, X, targets) -> np.ndarray:
     """Sum over OOB trees of projected minus tree output, with Python sets as cell keys."""
-    counts = inbag_of(model).counts
+    counts = forest_view(model).inbag.counts
     X32 = X.astype(np.float32)
     n, p = X.shape
     shift = np.zeros((n, p, targets.shape[1]))
@@ -302,12 +298,10 @@ def _reference_projected_shift(model, X, targets) -> np.ndarray:
 @pytest.mark.parametrize("case", ["regression", "classification"])
 def test_projected_trees_equal_the_set_based_reference(case, request):
     model, X, y = request.getfixturevalue(f"{case}_forest")
-    forest = pack_forest(model)
+    forest = forest_view(model).packed
     targets = (np.eye(3)[y] if case == "classification" else y[:, None]).astype(float)
-    ours = projected_oob_shift(
-        forest.left, forest.right, forest.feature, forest.threshold, forest.value,
-        forest.offsets, forest.max_depth, as_float32_rows(X), inbag_of(model).counts,
-        targets)
+    ours = projected_oob_shift(forest, as_float32_rows(X), forest_view(model).inbag.counts,
+                               targets)
     reference = _reference_projected_shift(model, X, targets)
     np.testing.assert_allclose(ours, reference, rtol=1e-10, atol=1e-10)
     assert np.abs(reference).max() > 0
@@ -317,17 +311,15 @@ def test_a_tree_projected_along_a_feature_off_the_path_keeps_the_prediction():
     X, y = make_friedman1(n_samples=120, n_features=6, random_state=4)
     for seed in range(3):
         model = RandomForestRegressor(n_estimators=1, random_state=seed).fit(X, y)
-        forest = pack_forest(model)
-        shift = projected_oob_shift(
-            forest.left, forest.right, forest.feature, forest.threshold, forest.value,
-            forest.offsets, forest.max_depth, as_float32_rows(X), inbag_of(model).counts,
-            y[:, None])[:, :, 0]
+        forest = forest_view(model).packed
+        shift = projected_oob_shift(forest, as_float32_rows(X),
+                                    forest_view(model).inbag.counts, y[:, None])[:, :, 0]
         path = model.decision_path(X.astype(np.float32))[0].toarray().astype(bool)
         tree = model.estimators_[0].tree_
         for j in range(X.shape[1]):
             meets = (path & (tree.feature == j)[None, :] & (tree.children_left >= 0)).any(1)
             assert np.all(shift[~meets, j] == 0.0)
-            oob = inbag_of(model).counts[:, 0] == 0
+            oob = forest_view(model).inbag.counts[:, 0] == 0
             if np.any(meets & oob):
                 assert np.any(shift[meets & oob, j] != 0.0)
 

@@ -12,7 +12,8 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 import harness
 from harness.core.errors import MethodSkipped
 from harness.estimators.sage import estimate_sage
-from harness.forest.packed import as_float32_rows, pack_forest
+from harness.forest.packed import as_float32_rows
+from harness.forest.view import forest_view
 from harness.kernels.sage.marginal import marginal_curves, marginal_setup
 from harness.kernels.sage.path_dependent import path_dependent_curves
 from harness.kernels.sage.tables import (
@@ -56,28 +57,24 @@ def _kernel_inputs(model, X, n_pairs, seed):
     rng = np.random.default_rng(seed)
     rows = rng.integers(len(X), size=n_pairs)
     perms = np.argsort(rng.random((n_pairs, X.shape[1])), axis=1)
-    forest = pack_forest(model)
+    forest = forest_view(model).packed
     columns = (rng.integers(forest.n_values, size=n_pairs) if forest.classifier
                else np.zeros(n_pairs, dtype=np.int64))
     return forest, rows, perms, columns
 
 
 def _path_dependent(model, X, rows, perms, columns):
-    forest = pack_forest(model)
-    p = X.shape[1]
-    fraction = cover_fractions(forest.left, forest.right, forest.cover, forest.offsets)
-    arrays = (forest.left, forest.right, forest.feature, forest.threshold, forest.value)
-    tables = singleton_tables(*arrays, fraction, forest.offsets, p)
-    masks = subtree_masks(forest.left, forest.right, forest.feature, forest.offsets, p)
-    return path_dependent_curves(*arrays, fraction, forest.offsets, forest.max_depth,
-                                 as_float32_rows(X), rows, perms, columns, tables, masks)
+    forest = forest_view(model).packed
+    fraction = cover_fractions(forest)
+    tables = singleton_tables(forest, fraction)
+    return path_dependent_curves(forest, fraction, as_float32_rows(X), rows, perms, columns,
+                                 tables, subtree_masks(forest))
 
 
 def _marginal(model, X, background, rows, perms, columns):
-    forest = pack_forest(model)
-    return marginal_curves(forest.left, forest.right, forest.feature, forest.threshold,
-                           forest.value, forest.offsets, forest.max_depth, as_float32_rows(X),
-                           as_float32_rows(background), rows, perms, columns)
+    forest = forest_view(model).packed
+    return marginal_curves(forest, as_float32_rows(X), as_float32_rows(background), rows,
+                           perms, columns)
 
 
 def _assert_explicit_recursion(ours, model, X, rows, perms, columns, classifier):
@@ -186,17 +183,15 @@ def test_first_step_sums_of_every_row_equal_the_definitions(task, imputation, fo
     model, X, _ = forests[task]
     classifier = task == "classification"
     X = np.concatenate([X[:12], X[:3]])  # ties: every value of the first rows twice
-    forest = pack_forest(model)
-    arrays = (forest.left, forest.right, forest.feature, forest.threshold, forest.value)
+    forest = forest_view(model).packed
     p, X32 = X.shape[1], as_float32_rows(X)
     columns = np.arange(len(X)) % forest.n_values
     if imputation == "marginal":
         background = X[[1, 4, 7, 9, 10]]
-        tables = marginal_setup(*arrays, forest.offsets, p, as_float32_rows(background))[3]
+        tables = marginal_setup(forest, as_float32_rows(background))[3]
         scale = forest.n_trees * len(background)
     else:
-        fraction = cover_fractions(forest.left, forest.right, forest.cover, forest.offsets)
-        tables = singleton_tables(*arrays, fraction, forest.offsets, p)
+        tables = singleton_tables(forest, cover_fractions(forest))
         scale = forest.n_trees
     ours = singleton_sums(tables, X32, columns, forest.n_trees) / scale
     for i in range(len(X)):

@@ -14,8 +14,9 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 import harness
 from harness.api import load_dataset
 from harness.estimators.shaff import all_subsets, shapley_kernel, shapley_operator
-from harness.forest.inbag import inbag_of, target_matrix
-from harness.forest.packed import as_float32_rows, pack_forest
+from harness.forest.inbag import target_matrix
+from harness.forest.packed import as_float32_rows
+from harness.forest.view import forest_view
 from harness.kernels.reroute.subset_projection import projected_oob_predictions
 from tests._support.shapley_by_subsets import shapley_by_subsets
 
@@ -39,7 +40,7 @@ def _reached_leaves(tree, x32, keep):
 
 def _brute_force_projection(model, X, targets, keep):
     X32 = X.astype(np.float32)
-    counts = inbag_of(model).counts
+    counts = forest_view(model).inbag.counts
     total = np.zeros(targets.shape)
     for t, estimator in enumerate(model.estimators_):
         tree = estimator.tree_
@@ -70,14 +71,12 @@ def test_projected_forest_equals_a_set_based_brute_force(task):
         X, y = load_iris(return_X_y=True)
         model = RandomForestClassifier(n_estimators=6, random_state=0)
     model.fit(X, y)
-    forest = pack_forest(model)
-    targets = target_matrix(forest, model, y)
+    forest = forest_view(model).packed
+    targets = target_matrix(forest_view(model), y)
     p = X.shape[1]
     keep = np.vstack([all_subsets(p), np.zeros(p, bool), np.ones(p, bool)])
-    total, _ = projected_oob_predictions(
-        forest.left, forest.right, forest.feature, forest.threshold, forest.cover,
-        forest.value, forest.offsets, as_float32_rows(X), inbag_of(model).counts, targets,
-        keep)
+    total, _ = projected_oob_predictions(forest, as_float32_rows(X),
+                                         forest_view(model).inbag.counts, targets, keep)
     for s in range(len(keep)):
         expected = _brute_force_projection(model, X, targets, keep[s])
         np.testing.assert_allclose(total[s], expected, rtol=0, atol=1e-10)
@@ -86,12 +85,11 @@ def test_projected_forest_equals_a_set_based_brute_force(task):
 def test_projection_on_all_variables_is_the_oob_prediction():
     X, y = make_friedman1(n_samples=150, n_features=5, random_state=2)
     model = RandomForestRegressor(n_estimators=20, oob_score=True, random_state=0).fit(X, y)
-    forest = pack_forest(model)
-    counts = inbag_of(model).counts
+    forest = forest_view(model).packed
+    counts = forest_view(model).inbag.counts
     total, n_fallback = projected_oob_predictions(
-        forest.left, forest.right, forest.feature, forest.threshold, forest.cover,
-        forest.value, forest.offsets, as_float32_rows(X), counts,
-        target_matrix(forest, model, y), np.ones((1, 5), dtype=bool))
+        forest, as_float32_rows(X), counts, target_matrix(forest_view(model), y),
+        np.ones((1, 5), dtype=bool))
     n_oob = (counts == 0).sum(axis=1)
     scored = n_oob > 0
     np.testing.assert_allclose(total[0, scored, 0] / n_oob[scored],

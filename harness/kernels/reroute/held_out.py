@@ -11,7 +11,7 @@ interleaved to hide the latency of their dependent loads. The result is the leaf
 full walk of x' reaches, so the output equals ``forest.predict`` on the permuted rows, tree
 by tree, in the same order of summation.
 
-The walks read the compact forest of :mod:`harness.kernels.paths` (children as an int32
+The walks read the compact forest of :mod:`harness.forest.compact` (children as an int32
 pair, int32 features, -1 at leaves, float32 thresholds rounded down so that
 ``x32 <= threshold32`` is scikit-learn's ``float64(x32) <= threshold``): a third of the
 bytes per node step of the packed forest. Node ids are global (tree start + local id).
@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from harness.forest.compact import PathForest
 from harness.forest.permutations import STREAM_HELD_OUT, fill_keyed_permutation
 
 
@@ -93,12 +94,12 @@ def _paths_by_feature(kids, feature, threshold, start, X32, path, split_row, spl
 
 
 @njit(cache=True, parallel=True)
-def held_out_permutation_pass(kids, feature, threshold, value, offsets, max_depth, X32,
-                              seed, first_repeat, n_repeats):
+def _held_out_permutation_pass(kids, feature, threshold, value, offsets, max_depth, X32,
+                               seed, first_repeat, n_repeats):
     """Forest output shift of every row and feature when column j is permuted over all rows,
     for repeats ``first_repeat``, ..., ``first_repeat + n_repeats - 1``.
 
-    ``kids``, ``feature``, ``threshold`` are those of :func:`harness.kernels.paths.path_forest`,
+    ``kids``, ``feature``, ``threshold`` are those of the forest view's ``paths`` form,
     ``value`` and ``offsets`` those of the packed forest. The permutation of column j in
     repeat r is keyed (seed, STREAM_HELD_OUT, r, j) and shared by every tree, as when the
     permuted data set is given to the forest's ``predict``. Each tree's paths are walked once
@@ -171,3 +172,13 @@ def _leaving_rows(kids, threshold, start, X32, path, split_row, split_depth, buc
                 break
             k += 1
     return count
+
+
+def held_out_permutation_pass(forest: PathForest, X32: np.ndarray, seed: int,
+                              first_repeat: int, n_repeats: int) -> tuple[np.ndarray, np.ndarray]:
+    """Forest output shifts of every row and feature under held-out permutations, for
+    ``forest`` (a forest view's ``paths`` field); see :func:`_held_out_permutation_pass`."""
+    packed = forest.packed
+    return _held_out_permutation_pass(forest.kids, forest.feature, forest.threshold,
+                                      packed.value, packed.offsets, packed.max_depth, X32, seed,
+                                      first_repeat, n_repeats)

@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from harness.forest.losses import loss_value
-from harness.forest.packed import child
+from harness.forest.packed import PackedForest, child
 from harness.forest.permutations import STREAM_OOB, fill_keyed_permutation
 
 
@@ -71,8 +71,8 @@ def path_pairs(left, right, feature, threshold, start, X32, rows, n_features, ma
 
 
 @njit(cache=True)
-def oob_permutation_pass(left, right, feature, threshold, value, offsets, max_depth, X32,
-                         counts, targets, loss_code, seed, want_ensemble):
+def _oob_permutation_pass(left, right, feature, threshold, value, offsets, max_depth, X32,
+                          counts, targets, loss_code, seed, want_ensemble):
     """Per-tree loss increases and per-row output shifts under OOB permutations.
 
     For tree t, feature j and the OOB rows O_t of t, column j is permuted within O_t by the
@@ -124,3 +124,13 @@ def oob_permutation_pass(left, right, feature, threshold, value, offsets, max_de
                         shift[row, j, c] += new[c] - old[c]
             tree_increase[t, j] = total / m
     return tree_increase, shift
+
+
+def oob_permutation_pass(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
+                         targets: np.ndarray, loss_code: int, seed: int,
+                         want_ensemble: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per-tree loss increases and per-row output shifts under OOB permutations of ``forest``
+    (a forest view's ``packed`` field); see :func:`_oob_permutation_pass`."""
+    return _oob_permutation_pass(forest.left, forest.right, forest.feature, forest.threshold,
+                                 forest.value, forest.offsets, forest.max_depth, X32, counts,
+                                 targets, loss_code, seed, want_ensemble)

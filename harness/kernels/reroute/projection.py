@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from harness.forest.packed import child
+from harness.forest.packed import PackedForest, child
 from harness.forest.permutations import GOLDEN64, MUL64_B, mix64
 from harness.kernels.reroute.permutation import path_pairs
 
@@ -87,8 +87,8 @@ def table_slot(table_keys, table_stamp, generation, key, mask):
 
 
 @njit(cache=True)
-def projected_oob_shift(left, right, feature, threshold, value, offsets, max_depth, X32,
-                        counts, targets):
+def _projected_oob_shift(left, right, feature, threshold, value, offsets, max_depth, X32,
+                         counts, targets):
     """Sum over each row's OOB trees of (projected output - tree output), per feature.
 
     Parameters
@@ -184,3 +184,12 @@ def projected_oob_shift(left, right, feature, threshold, value, offsets, max_dep
                 for c in range(n_values):
                     shift[row, j, c] += table_sum[chosen, c] / mass - value[leaf, c]
     return shift
+
+
+def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
+                        targets: np.ndarray) -> np.ndarray:
+    """Sum over each row's OOB trees of (projected output − tree output), per feature, for
+    ``forest`` (a forest view's ``packed`` field); see :func:`_projected_oob_shift`."""
+    return _projected_oob_shift(forest.left, forest.right, forest.feature, forest.threshold,
+                                forest.value, forest.offsets, forest.max_depth, X32, counts,
+                                targets)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from harness.forest.packed import child
+from harness.forest.packed import PackedForest, child
 from harness.kernels.reroute.projection import node_hash, table_slot
 
 
@@ -83,8 +83,8 @@ def _projected_cell(left, right, feature, threshold, cover, value, start, X32, r
 
 
 @njit(parallel=True, cache=True)
-def projected_oob_predictions(left, right, feature, threshold, cover, value, offsets, X32,
-                              counts, targets, keep):
+def _projected_oob_predictions(left, right, feature, threshold, cover, value, offsets, X32,
+                               counts, targets, keep):
     """Sum over each row's out-of-bag trees of the projected tree outputs, per subset.
 
     Parameters
@@ -160,3 +160,13 @@ def projected_oob_predictions(left, right, feature, threshold, cover, value, off
                     for k in range(n_values):
                         total[s, i, k] += fallback[k]
     return total, n_fallback
+
+
+def projected_oob_predictions(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
+                              targets: np.ndarray,
+                              keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sum over each row's out-of-bag trees of the projected tree outputs, per subset, for
+    ``forest`` (a forest view's ``packed`` field); see :func:`_projected_oob_predictions`."""
+    return _projected_oob_predictions(forest.left, forest.right, forest.feature,
+                                      forest.threshold, forest.cover, forest.value,
+                                      forest.offsets, X32, counts, targets, keep)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from harness.forest.packed import PackedForest
 from harness.kernels.background_bits import background_directions, popcount, word_rows
 from harness.kernels.sage.tables import integrate_steps, table_value, tree_cuts
 
@@ -104,14 +105,13 @@ def marginal_tables(left, right, feature, threshold, value, offsets, n_features,
     return base, (cuts, cut_start, steps, step_start)
 
 
-def marginal_setup(left: np.ndarray, right: np.ndarray, feature: np.ndarray,
-                   threshold: np.ndarray, value: np.ndarray, offsets: np.ndarray,
-                   n_features: int, Z32: np.ndarray) -> tuple:
+def marginal_setup(forest: PackedForest, Z32: np.ndarray) -> tuple:
     """What :func:`marginal_curves` needs of a forest and background set, computed once:
     ``(n_background, directions, base, tables)``."""
-    directions = background_directions(left, feature, threshold, offsets, Z32)
-    base, tables = marginal_tables(left, right, feature, threshold, value, offsets, n_features,
-                                   directions, Z32.shape[0])
+    f = forest
+    directions = background_directions(f.left, f.feature, f.threshold, f.offsets, Z32)
+    base, tables = marginal_tables(f.left, f.right, f.feature, f.threshold, f.value, f.offsets,
+                                   f.n_features, directions, Z32.shape[0])
     return Z32.shape[0], directions, base, tables
 
 
@@ -199,9 +199,7 @@ def _marginal_kernel(left, right, feature, threshold, value, offsets, max_depth,
     return curves
 
 
-def marginal_curves(left: np.ndarray, right: np.ndarray, feature: np.ndarray,
-                    threshold: np.ndarray, value: np.ndarray, offsets: np.ndarray,
-                    max_depth: int, X32: np.ndarray, Z32: np.ndarray, rows: np.ndarray,
+def marginal_curves(forest: PackedForest, X32: np.ndarray, Z32: np.ndarray, rows: np.ndarray,
                     perms: np.ndarray, columns: np.ndarray,
                     setup: tuple | None = None) -> np.ndarray:
     """Coalition curves with marginal imputation over the background rows ``Z32``.
@@ -215,8 +213,9 @@ def marginal_curves(left: np.ndarray, right: np.ndarray, feature: np.ndarray,
         :func:`marginal_setup` of this forest and ``Z32``, to compute it once for many calls.
     """
     if setup is None:
-        setup = marginal_setup(left, right, feature, threshold, value, offsets, X32.shape[1],
-                               Z32)
+        setup = marginal_setup(forest, Z32)
     n_background, directions, base, tables = setup
-    return _marginal_kernel(left, right, feature, threshold, value, offsets, max_depth, X32,
-                            n_background, directions, base, tables, rows, perms, columns)
+    f = forest
+    return _marginal_kernel(f.left, f.right, f.feature, f.threshold, f.value, f.offsets,
+                            f.max_depth, X32, n_background, directions, base, tables, rows,
+                            perms, columns)

@@ -38,6 +38,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from harness.forest.packed import PackedForest
 from harness.kernels.sage.tables import table_value
 
 PAIRS_PER_WALK = 128  # at most this many pairs walk a tree together (one parallel item)
@@ -315,9 +316,7 @@ def _path_dependent_kernel(tree, offsets, max_depth, X32, rows, perms, columns, 
     return curves
 
 
-def path_dependent_curves(left: np.ndarray, right: np.ndarray, feature: np.ndarray,
-                          threshold: np.ndarray, value: np.ndarray, fraction: np.ndarray,
-                          offsets: np.ndarray, max_depth: int, X32: np.ndarray,
+def path_dependent_curves(forest: PackedForest, fraction: np.ndarray, X32: np.ndarray,
                           rows: np.ndarray, perms: np.ndarray, columns: np.ndarray,
                           tables: tuple, masks: np.ndarray) -> np.ndarray:
     """Coalition curves with path-dependent imputation, shape (n_pairs, p + 1).
@@ -334,6 +333,9 @@ def path_dependent_curves(left: np.ndarray, right: np.ndarray, feature: np.ndarr
         Pair q explains row ``rows[q]`` along permutation ``perms[q]`` and returns the curve
         of output column ``columns[q]``.
     """
+    left, right, feature, threshold, value = (forest.left, forest.right, forest.feature,
+                                              forest.threshold, forest.value)
+    offsets, max_depth = forest.offsets, forest.max_depth
     p = perms.shape[1]
     n_chunks = (p + 7) // 8
     entries = n_chunks << -(-p // n_chunks)  # rank table entries per pair (_chunk_width)

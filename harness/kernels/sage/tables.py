@@ -18,10 +18,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from harness.forest.packed import PackedForest
 
-def cover_fractions(left: np.ndarray, right: np.ndarray, cover: np.ndarray,
-                    offsets: np.ndarray) -> np.ndarray:
+
+def cover_fractions(forest: PackedForest) -> np.ndarray:
     """Each node's cover divided by its parent's (1 at the roots), for a packed forest."""
+    left, right, cover, offsets = forest.left, forest.right, forest.cover, forest.offsets
     fraction = np.ones_like(cover)
     for t in range(offsets.size - 1):
         start = offsets[t]
@@ -31,8 +33,15 @@ def cover_fractions(left: np.ndarray, right: np.ndarray, cover: np.ndarray,
     return fraction
 
 
+def subtree_masks(forest: PackedForest) -> np.ndarray:
+    """Bit set of the features split on in each node's subtree, (total_nodes, words) uint64
+    (see :func:`_subtree_masks`)."""
+    return _subtree_masks(forest.left, forest.right, forest.feature, forest.offsets,
+                          forest.n_features)
+
+
 @njit(cache=True)
-def subtree_masks(left, right, feature, offsets, n_features):
+def _subtree_masks(left, right, feature, offsets, n_features):
     """Bit set of the features split on in each node's subtree, (total_nodes, words) uint64.
 
     Feature j is bit j % 64 of word j // 64. Children have larger ids than their parent
@@ -87,8 +96,15 @@ def tree_cuts(left, feature, threshold, offsets, n_features):
     return cuts, cut_start, step_start
 
 
+def singleton_tables(forest: PackedForest, fraction: np.ndarray) -> tuple:
+    """E[f_t(X) | x_j] of every tree t and feature j as step functions of x_j, path-dependent
+    (see :func:`_singleton_tables`); ``fraction`` is :func:`cover_fractions` of ``forest``."""
+    return _singleton_tables(forest.left, forest.right, forest.feature, forest.threshold,
+                             forest.value, fraction, forest.offsets, forest.n_features)
+
+
 @njit(cache=True)
-def singleton_tables(left, right, feature, threshold, value, fraction, offsets, n_features):
+def _singleton_tables(left, right, feature, threshold, value, fraction, offsets, n_features):
     """E[f_t(X) | x_j] of every tree t and feature j as a step function of x_j (path-dependent).
 
     g_tj(x_j) = Σ_leaves v_l C_l^(−j) 1[x_j in I_lj]: C_l^(−j) is the product of the cover

@@ -35,9 +35,9 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from harness.forest.compact import PathForest, compact_forest
 from harness.forest.packed import PackedForest, as_float32_rows
 from harness.kernels.background_bits import background_directions, popcount, word_rows
-from harness.kernels.paths import PathForest, compact_forest
 
 X_SIDE, Z_SIDE = 1, 2
 ROWS_PER_BLOCK = 32  # rows explained together, tree by tree (one parallel work item)
@@ -149,22 +149,20 @@ def _interventional_kernel(kids, feature, threshold, value, offsets, max_depth, 
     return out
 
 
-def interventional_shap(forest: PackedForest, X: np.ndarray, background: np.ndarray,
-                        compact: PathForest | None = None) -> np.ndarray:
+def interventional_shap(compact: PathForest, X: np.ndarray,
+                        background: np.ndarray) -> np.ndarray:
     """Interventional Shapley values of a forest, shape (n, p, n_values).
 
     Parameters
     ----------
-    forest : PackedForest
-        From :func:`harness.forest.packed.pack_forest`.
+    compact : PathForest
+        A forest view's ``paths`` field (its ``packed`` form included).
     X : ndarray of shape (n, p)
         Rows to explain.
     background : ndarray of shape (m, p)
         Rows over which absent features are integrated (the marginal distribution).
-    compact : PathForest, optional
-        :func:`harness.kernels.paths.compact_forest` of ``forest`` (built if not given).
     """
-    compact = compact_forest(forest) if compact is None else compact
+    forest = compact.packed
     X32 = as_float32_rows(X)
     Z32 = as_float32_rows(background)
     directions = background_directions(forest.left, forest.feature, forest.threshold,
@@ -188,4 +186,4 @@ def compile_kernel() -> None:
             feature=np.array([0, -2, -2]), threshold=np.array([0.5, -2.0, -2.0]),
             value=np.ones((3, width)), cover=np.ones(3), impurity=np.zeros(3),
             offsets=np.array([0, 3]), max_depth=1, n_features=1, classifier=width > 1)
-        interventional_shap(stump, X, X)
+        interventional_shap(compact_forest(stump), X, X)

@@ -387,7 +387,7 @@ def path_dependent_shap(forest: PackedForest, X: np.ndarray, threads: int | None
     Parameters
     ----------
     forest : PackedForest
-        From :func:`harness.forest.packed.pack_forest`.
+        A forest view's ``packed`` field.
     X : ndarray of shape (n, p)
         Rows to explain; routed in float32 as scikit-learn does.
     threads : int, optional
