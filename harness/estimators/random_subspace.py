@@ -139,3 +139,62 @@ def predict_subspace(result: SubspaceResult, X: np.ndarray, classification: bool
         out = tree.predict_proba(inputs) if classification else tree.predict(inputs)
         total = out if total is None else total + out
     return total / len(result.trees)
+
+
+@dataclass
+class GrowthCurve:
+    """What :func:`grow_with_curve` records after every ``step`` trees."""
+
+    n_trees: list[int] = field(default_factory=list)
+    importances: list[np.ndarray] = field(default_factory=list)  # Σ MDI / trees so far
+    n_selected: list[int] = field(default_factory=list)
+    held_out_score: list[float] = field(default_factory=list)  # accuracy, or R²
+
+
+def grow_with_curve(X: np.ndarray, y: np.ndarray, classification: bool,
+                    settings: SubspaceSettings, seed: int, step: int,
+                    held_out: np.ndarray) -> tuple[SubspaceResult, GrowthCurve]:
+    """Grow on the rows not in ``held_out`` and record the convergence curve of seed 004
+    ("Experiments: protocol"): after every ``step`` trees, the accumulated importances so
+    far, the size of F and the score of the trees grown so far on the ``held_out`` rows
+    (accuracy of the summed ``predict_proba`` votes, or R² of the mean prediction; NaN
+    without held-out rows). A tree's probe column on the held-out rows is a permutation of
+    its source column, as in training."""
+    learn = np.setdiff1d(np.arange(len(y)), held_out)
+    X_test, y_test = X[held_out], y[held_out]
+    vote_rng = np.random.default_rng([seed, 7])
+    curve = GrowthCurve()
+    votes: np.ndarray | float = 0.0
+    classes = np.unique(y[learn]) if classification else None  # every tree's class columns
+
+    def record(t: int, result: SubspaceResult, grown: tuple) -> None:
+        nonlocal votes
+        columns, probe_source, tree = grown
+        if len(held_out):
+            inputs = X_test[:, columns]
+            if probe_source >= 0:
+                inputs = np.column_stack(
+                    [inputs, X_test[vote_rng.permutation(len(held_out)), probe_source]])
+            votes = votes + (tree.predict_proba(inputs) if classification
+                             else tree.predict(inputs))
+        if (t + 1) % step and t + 1 != settings.n_trees:
+            return
+        curve.n_trees.append(t + 1)
+        curve.importances.append(result.importances / (t + 1))
+        curve.n_selected.append(int(result.selected.sum()))
+        curve.held_out_score.append(_held_out_score(votes, y_test, t + 1, classes))
+
+    result = grow_subspace_trees(X[learn], y[learn], classification, settings, seed,
+                                 on_tree=record)
+    return result, curve
+
+
+def _held_out_score(votes, y_test: np.ndarray, n_trees: int,
+                    classes: np.ndarray | None) -> float:
+    if len(y_test) == 0:
+        return float("nan")
+    if classes is not None:
+        return float(np.mean(classes[votes.argmax(axis=1)] == y_test))
+    prediction = votes / n_trees
+    return float(1.0 - np.sum((y_test - prediction) ** 2)
+                 / np.sum((y_test - y_test.mean()) ** 2))

@@ -7,10 +7,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from harness.core.errors import BadInputError
 from harness.core.method import ExplainData, Method
 from harness.core.params import Boolean, Interval, Options, Param
 from harness.core.types import Importances
-from harness.estimators.random_subspace import SubspaceSettings, grow_subspace_trees
+from harness.estimators.random_subspace import SubspaceSettings, grow_with_curve
 
 SUBSPACE_PARAMETERS: dict[str, Param] = {
     "n_trees": Param(200, (Interval(int, 1, None),), "T, trees grown"),
@@ -24,6 +25,12 @@ SUBSPACE_PARAMETERS: dict[str, Param] = {
                          "L: times a feature must be sampled before it can be relevant"),
     "beta": Param(0.95, (Interval(float, 0, 1),),
                   "β: share of its trees in which a feature must beat the probe"),
+    "hold_out": Param(0, (Interval(int, 0, None), Interval(float, 0, 1, "neither")),
+                      "rows (a count, or a fraction) kept out of the growing to score the "
+                      "trees on (seed 004's 'test' rows); 0: grow on every row"),
+    "curve_step": Param(0, (Interval(int, 0, None),),
+                        "record the importances, |F| and the held-out score after every "
+                        "this many trees in extra['curve'] (seed 004's curves); 0: none"),
 }
 
 
@@ -53,14 +60,29 @@ class SubspaceMethod(Method):
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         settings = self.settings(data.X.shape[1], model)
         seed = int(rng.integers(np.iinfo(np.int32).max))
-        result = grow_subspace_trees(data.X, data.y, data.task == "classification", settings,
-                                     seed)
+        n = len(data.y)
+        size = self.params["hold_out"]
+        size = size if isinstance(size, int) else round(size * n)
+        if size >= n:
+            raise BadInputError(f"hold_out must leave rows to grow on: {n} rows given, "
+                                f"hold_out={self.params['hold_out']!r}.")
+        held_out = np.sort(rng.choice(n, size=size, replace=False))
+        step = self.params["curve_step"] or settings.n_trees
+        result, curve = grow_with_curve(data.X, data.y, data.task == "classification",
+                                        settings, seed, step, held_out)
+        extra = {}
+        if self.params["curve_step"]:
+            extra["curve"] = {
+                "n_trees": curve.n_trees, "n_selected": curve.n_selected,
+                "held_out_score": curve.held_out_score,
+                "held_out_score_of": "accuracy" if data.task == "classification" else "R²",
+                "importances": [list(map(float, v)) for v in curve.importances]}
         return Importances(
             values=result.importances, scope="global", feature_names=data.feature_names,
             unit="MDI share per tree", explains="MDI accumulated over the subspace trees",
             extra={"selected": [bool(s) for s in result.selected],
                    "n_selected": int(result.selected.sum()), "q": settings.q,
                    "sampled": [int(s) for s in result.sampled],
-                   "seed": seed, "expected_trees_per_feature":
-                   math.floor(settings.n_trees * settings.q / data.X.shape[1])},
+                   "seed": seed, "n_held_out": int(size), "expected_trees_per_feature":
+                   math.floor(settings.n_trees * settings.q / data.X.shape[1]), **extra},
         )

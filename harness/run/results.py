@@ -60,6 +60,11 @@ class RunResults:
         row = self.cells.loc[self.cells["key"] == key].iloc[0]
         return json.loads(row["feature_names"])
 
+    def extra(self, key: str) -> dict:
+        """What the method of one cell recorded beside its values (``Importances.extra``)."""
+        row = self.cells.loc[self.cells["key"] == key].iloc[0]
+        return json.loads(row["extra"] or "{}")
+
     def truth(self, dataset: str, seed: int):
         return self.store.truth(dataset, int(seed))
 

@@ -6,26 +6,28 @@ irrelevant features, q = 50, K = q, no bootstrap, threshold randomization; after
 are ranked by their accumulated importance, and the test accuracy of the trees grown so
 far, averaged over random learning/test splits. The slides' claims: SRS improves both, the
 more so as q/p falls, and only SRS eventually ranks the features perfectly.
+
+Each (method, p, split) is one cell of a ``compare`` grid, run by the runner like every other
+method: ``rs`` / ``srs`` with ``hold_out=500`` and ``curve_step`` record the curve in the
+cell's ``extra``, and the AUPRC is computed here from the stored importances and the
+dataset's relevant set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from sklearn.metrics import average_precision_score
 
-from harness.api import load_dataset
-from harness.estimators.random_subspace import (
-    SubspaceResult,
-    SubspaceSettings,
-    grow_subspace_trees,
-)
-
 N_LEARN = 1000
 N_TEST = 500
+#: the grid's forest only lends its split criterion; its 75 % training split (the default
+#: test_size) of 2000 rows gives the methods the 1500 rows of the protocol
+N_ROWS = 2000
+MODEL = "extra_trees[n_estimators=1,bootstrap=false]"
 
 
 @dataclass(frozen=True)
@@ -41,59 +43,49 @@ class CurveSettings:
     min_sampled: int = 5
     beta: float = 0.95
 
-
-def _curve(dataset, split: int, settings: CurveSettings, alpha: float) -> list[dict]:
-    rng = np.random.default_rng([split, 2016])
-    order = rng.permutation(len(dataset.y))
-    learn, test = order[:N_LEARN], order[N_LEARN:N_LEARN + N_TEST]
-    X_test, y_test = dataset.X[test], dataset.y[test]
-    relevant = dataset.truth.relevant
-    votes = np.zeros((len(test), 2))
-    rows: list[dict] = []
-    vote_rng = np.random.default_rng([split, 7])
-
-    def record(t: int, result: SubspaceResult, grown: tuple) -> None:
-        columns, probe_source, tree = grown
-        inputs = X_test[:, columns]
-        if probe_source >= 0:
-            probe = X_test[vote_rng.permutation(len(test)), probe_source]
-            inputs = np.column_stack([inputs, probe])
-        votes[:] += tree.predict_proba(inputs)
-        if (t + 1) % settings.step == 0:
-            rows.append({
-                "n_trees": t + 1,
-                "auprc": average_precision_score(relevant, result.importances),
-                "accuracy": float(np.mean(votes.argmax(axis=1) == y_test)),
-                "n_selected": int(result.selected.sum()),
-                "n_selected_relevant": int(result.selected[relevant].sum()),
-            })
-
-    subspace = SubspaceSettings(n_trees=settings.n_trees, q=settings.q, alpha=alpha,
-                                min_sampled=settings.min_sampled, beta=settings.beta)
-    grow_subspace_trees(dataset.X[learn], dataset.y[learn], True, subspace, seed=split,
-                        on_tree=record)
-    return rows
+    def grid(self) -> dict:
+        """``compare``'s arguments: one cell per (method, p, split), run by the runner."""
+        common = (f"n_trees={self.n_trees},q={self.q},max_features=all,probe=true,"
+                  f"min_sampled={self.min_sampled},beta={self.beta},hold_out={N_TEST},"
+                  f"curve_step={self.step}")
+        return {
+            "datasets": [f"madelon_like[n_irrelevant={k},n_samples={N_ROWS}]"
+                         for k in self.n_irrelevant],
+            "models": [MODEL],
+            "methods": [f"rs[{common}]", f"srs[{common},alpha={self.alpha}]"],
+            "seeds": list(range(self.n_splits)),
+        }
 
 
-def run_curves(settings: CurveSettings,
-               progress: Callable[[str], None] | None = None) -> pd.DataFrame:
-    """AUPRC and test accuracy against the number of trees, RS (α = 0) and SRS.
-
-    Returns one row per (method, n_irrelevant, split, n_trees).
-    """
+def curves_of(results) -> pd.DataFrame:
+    """AUPRC of the relevant set and held-out accuracy against the number of trees, one row
+    per (method, p, split, n_trees), from the stored cells' ``extra["curve"]``."""
+    cells = results.cells_table()
+    not_done = cells[cells["status"] != "done"]
+    if len(not_done):
+        first = not_done.iloc[0]
+        raise RuntimeError(f"{len(not_done)} RS/SRS cells did not finish (first: "
+                           f"{first['method']} on {first['dataset']}: {first['reason']}); "
+                           f"see {results.folder}")
     frames = []
-    for n_irrelevant in settings.n_irrelevant:
-        for split in range(settings.n_splits):
-            dataset = load_dataset("madelon_like", seed=split, n_irrelevant=n_irrelevant,
-                                   n_samples=N_LEARN + N_TEST)
-            for method, alpha in (("rs", 0.0), ("srs", settings.alpha)):
-                if progress is not None:
-                    progress(f"{method} p={n_irrelevant + 20} split {split}")
-                frame = pd.DataFrame(_curve(dataset, split, settings, alpha))
-                frame["method"], frame["n_irrelevant"], frame["split"] = (
-                    method, n_irrelevant, split)
-                frame["p"] = n_irrelevant + 20
-                frames.append(frame)
+    for _, cell in cells.iterrows():
+        relevant = np.asarray(results.truth(cell["dataset"], cell["seed"]).relevant)
+        extra = results.extra(cell["key"])
+        curve = extra["curve"]
+        final_relevant = int(np.asarray(extra["selected"])[relevant].sum())
+        frame = pd.DataFrame({
+            "n_trees": curve["n_trees"],
+            "auprc": [average_precision_score(relevant, values)
+                      for values in curve["importances"]],
+            "accuracy": curve["held_out_score"],
+            "n_selected": curve["n_selected"],
+        })
+        frame["n_selected_relevant"] = np.where(frame["n_trees"] == frame["n_trees"].max(),
+                                                final_relevant, np.nan)
+        frame["method"] = cell["method_name"]
+        frame["p"] = int(cell["p_dataset_n_irrelevant"]) + 20
+        frame["split"] = int(cell["seed"])
+        frames.append(frame)
     return pd.concat(frames, ignore_index=True)
 
 

@@ -12,6 +12,7 @@ from harness.api import load_dataset
 from harness.estimators.random_subspace import (
     SubspaceSettings,
     grow_subspace_trees,
+    grow_with_curve,
     predict_subspace,
 )
 
@@ -80,3 +81,52 @@ def test_madelon_like_design():
     assert rank == 5  # five informative features and five exact linear combinations
     noise = np.abs(np.corrcoef(np.column_stack([X[:, 20:], dataset.y]).T)[-1, :-1])
     assert noise.max() < 0.2
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_the_growth_curve_scores_the_trees_so_far_on_rows_they_never_saw(task):
+    """seed 004's curves: the trees grown on the other rows equal those grown on those rows
+    alone; every snapshot is the mean MDI of the trees so far (the last one the result);
+    the held-out score is that of the kept trees' prediction, by an independent path."""
+    X, y = make_friedman1(n_samples=240, n_features=9, noise=0.5, random_state=3)
+    classification = task == "classification"
+    if classification:
+        y = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    held_out = np.arange(0, 240, 4)
+    learn = np.setdiff1d(np.arange(240), held_out)
+    settings = SubspaceSettings(n_trees=30, q=4, probe=False)
+    result, curve = grow_with_curve(X, y, classification, settings, seed=5, step=7,
+                                    held_out=held_out)
+    alone = grow_subspace_trees(X[learn], y[learn], classification, settings, seed=5,
+                                keep_trees=True)
+    np.testing.assert_array_equal(result.importances, alone.importances)
+    assert curve.n_trees == [7, 14, 21, 28, 30]
+    np.testing.assert_allclose(curve.importances[-1], alone.importances, rtol=1e-12)
+    prediction = predict_subspace(alone, X[held_out], classification)
+    if classification:
+        expected = np.mean(np.unique(y[learn])[prediction.argmax(axis=1)] == y[held_out])
+    else:
+        truth = y[held_out]
+        expected = 1 - np.sum((truth - prediction) ** 2) / np.sum((truth - truth.mean()) ** 2)
+    assert curve.held_out_score[-1] == pytest.approx(expected, abs=1e-12)
+    assert 0 < curve.held_out_score[-1] <= 1
+
+
+def test_rs_records_its_curve_through_explain_and_leaves_its_values_unchanged_without_it():
+    ds = load_dataset("madelon_like", n_irrelevant=30, n_samples=300, seed=0)
+    model = harness.fit_model({"forest": "extra_trees", "n_estimators": 1}, ds, seed=0)
+    train = model.harness_fit_["train_index"]
+    X, y = ds.X[train], ds.y[train]
+    plain = harness.explain("rs", model, X, y, seed=1, n_trees=40, q=10)
+    again = harness.explain("rs", model, X, y, seed=1, n_trees=40, q=10, curve_step=10)
+    np.testing.assert_array_equal(plain.values, again.values)
+    np.testing.assert_allclose(again.extra["curve"]["importances"][-1], again.values,
+                               rtol=1e-12)
+    assert again.extra["curve"]["n_trees"] == [10, 20, 30, 40]
+    assert "curve" not in plain.extra
+    held = harness.explain("rs", model, X, y, seed=1, n_trees=40, q=10, hold_out=0.25,
+                           curve_step=20)
+    assert held.extra["n_held_out"] == round(0.25 * len(y))
+    assert all(0 < s <= 1 for s in held.extra["curve"]["held_out_score"])
+    with pytest.raises(harness.BadInputError, match="hold_out must leave rows"):
+        harness.explain("rs", model, X, y, seed=1, n_trees=5, hold_out=len(y))
