@@ -29,6 +29,7 @@ Routing follows scikit-learn: a row goes left when ``float32(x_j) <= threshold``
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
@@ -177,6 +178,7 @@ def interventional_shap(compact: PathForest, X: np.ndarray,
     return out
 
 
+@functools.cache
 def compile_kernel() -> None:
     """Compile (or load from numba's cache) the kernel for both output widths, on a stump."""
     X = np.array([[0.0], [1.0]])

@@ -42,6 +42,8 @@ Routing follows scikit-learn: go left when float64(float32(x_j)) <= threshold.
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 from numba import njit, prange
@@ -425,6 +427,7 @@ def path_dependent_shap(forest: PackedForest, X: np.ndarray, threads: int | None
     return out / forest.n_trees, expected_value(forest)
 
 
+@functools.cache
 def compile_kernel() -> None:
     """Compile (or load from numba's cache) the kernel, on a one-split stump."""
     q_nodes, q_weights = gauss_legendre_table(1)
