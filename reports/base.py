@@ -143,8 +143,9 @@ def table_html(frame: pd.DataFrame, max_rows: int = 500) -> str:
     if len(frame) > max_rows:
         note = f"<p><em>First {max_rows} of {len(frame)} rows; see the CSV.</em></p>"
         frame = frame.head(max_rows)
-    return note + frame.to_html(index=False, na_rep="", float_format="{:.4g}".format,
-                                border=0, classes="table")
+    return note + ('<div class="table-wrap">'
+                   + frame.to_html(index=False, na_rep="", float_format="{:.4g}".format,
+                                   border=0, classes="table") + "</div>")
 
 
 def new_figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 4.0,

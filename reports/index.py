@@ -1,7 +1,11 @@
-"""All reports of a run folder, linked from one ``index.html``.
+"""All reports of a run folder, in one ``index.html`` that opens offline.
 
-Each report is a ``build(results, out_dir) -> ReportSection`` function. A report that raises is
-recorded on the page with its error instead of stopping the others.
+The page opens on the grid in one line and the three answers of :mod:`reports.first_screen`;
+a sidebar leads to the sections: one per registered report (each a ``build(results,
+out_dir) -> ReportSection`` function; one that raises is shown with its error instead of
+stopping the others), the environment that produced the numbers, and the cells not done,
+grouped by reason. Tables sort on a click on their header and filter by a text box (a small
+inline script; nothing is fetched from a network).
 """
 
 from __future__ import annotations
@@ -17,18 +21,76 @@ import pandas as pd
 from harness.core import registry
 from harness.core.errors import StoreDamagedError
 from harness.run.results import RunResults
-from harness.run.store import STATUSES
 
-from .base import ReportSection, table_html, write_csv
+from .base import ReportSection, slug, table_html, write_csv
+from .first_screen import build_first_screen, grid_line
+from .palette import method_colours
 
 ReportBuilder = Callable[[RunResults, Path], ReportSection]
 
 STYLE = """
-body { font-family: sans-serif; margin: 2em; max-width: 1400px; }
-table.table { border-collapse: collapse; font-size: 0.8em; margin: 0.5em 0 1.5em; }
+body { font-family: sans-serif; margin: 0; font-size: 14px; }
+nav { position: fixed; top: 0; left: 0; width: 150px; height: 100%; overflow-y: auto;
+      background: #f5f5f7; border-right: 1px solid #ddd; padding: 10px; box-sizing: border-box; }
+nav a { display: block; color: #0645ad; text-decoration: none; margin: 3px 0; font-size: 13px; }
+main { margin-left: 160px; padding: 0 10px; max-width: 1230px; }
+h1 { font-size: 20px; margin: 10px 0 2px; } h2 { font-size: 17px; margin: 14px 0 6px; }
+.grid-line { margin: 0 0 8px; color: #333; }
+.panels { display: grid; grid-template-columns: 445px minmax(0, 1fr) 400px; gap: 8px; }
+ol.methods { columns: 2; font-size: 11px; margin: 6px 0; padding-left: 22px; }
+ol.methods li { overflow-wrap: anywhere; }
+.swatch { display: inline-block; width: 9px; height: 9px; margin-right: 4px; }
+.panel { border: 1px solid #ddd; border-radius: 4px; padding: 4px 8px; overflow: auto;
+         max-height: 790px; }
+.panel h2 { margin-top: 2px; }
+table.matrix { border-collapse: collapse; font-size: 10px; }
+table.matrix th, table.matrix td { border: 1px solid #ddd; padding: 1px 1px; text-align: right; }
+table.matrix th { font-weight: normal; text-align: center; }
+table.matrix td { min-width: 19px; }
+.panel td.rank { white-space: nowrap; }
+.panel table.table td { overflow-wrap: anywhere; }
+table.table { border-collapse: collapse; font-size: 12px; margin: 0.5em 0 1em; }
 table.table th, table.table td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; }
+table.sortable th { cursor: pointer; }
+.note { font-size: 12px; color: #555; }
+.range-note { color: #a00; font-size: 12px; }
 .error { background: #fdecea; border: 1px solid #e0a0a0; padding: 0.5em 1em; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
+input.filter { margin: 4px 0; font-size: 12px; }
+.table-wrap { overflow-x: auto; max-width: 100%; }
+"""
+
+#: Sorts a table on a click on a header cell and filters its rows by a text box above it.
+SCRIPT = """
+document.querySelectorAll('table.table').forEach(function (table) {
+  var rows = function () { return Array.from(table.querySelectorAll('tbody tr, tr'))
+    .filter(function (r) { return r.querySelector('td'); }); };
+  var box = document.createElement('input');
+  box.className = 'filter'; box.placeholder = 'filter rows';
+  box.addEventListener('input', function () {
+    var text = box.value.toLowerCase();
+    rows().forEach(function (r) {
+      r.style.display = r.textContent.toLowerCase().includes(text) ? '' : 'none'; });
+  });
+  table.parentNode.insertBefore(box, table);
+  table.classList.add('sortable');
+  table.querySelectorAll('th').forEach(function (th, column) {
+    var ascending = true;
+    th.addEventListener('click', function () {
+      var body = rows(); if (!body.length) return;
+      var parent = body[0].parentNode;
+      body.sort(function (a, b) {
+        var x = a.children[column] ? a.children[column].textContent : '';
+        var y = b.children[column] ? b.children[column].textContent : '';
+        var nx = parseFloat(x), ny = parseFloat(y);
+        var order = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+        return ascending ? order : -order;
+      });
+      ascending = !ascending;
+      body.forEach(function (r) { parent.appendChild(r); });
+    });
+  });
+});
 """
 
 
@@ -57,20 +119,42 @@ def _run_safely(title: str, builder: ReportBuilder, results: RunResults,
 
 
 def _cells_html(cells: pd.DataFrame) -> str:
-    counts = cells["status"].value_counts() if not cells.empty else pd.Series(dtype=int)
-    status = pd.DataFrame({"status": list(STATUSES),
-                           "cells": [int(counts.get(s, 0)) for s in STATUSES]})
-    failed = cells[cells["status"] != "done"]
-    columns = [c for c in ("status", "dataset", "model", "seed", "method", "reason", "key")
-               if c in failed.columns]
-    return ("<h2>Cells</h2>" + table_html(status)
-            + f"<h3>Cells not done ({len(failed)})</h3>"
-            + table_html(failed[columns].sort_values(["status", "dataset", "model", "seed",
-                                                       "method"], kind="stable")))
+    """Cells not done, one collapsed group per (status, reason) with its count."""
+    failed = cells[cells["status"] != "done"] if not cells.empty else cells
+    if failed.empty:
+        return "<p>Every cell is done.</p>"
+    columns = [c for c in ("dataset", "model", "seed", "method", "key") if c in failed.columns]
+    parts = []
+    groups = failed.assign(reason=failed["reason"].fillna("").astype(str)
+                           .str.split("\n").str[0]).groupby(["status", "reason"], sort=True)
+    for (status, reason), group in sorted(groups, key=lambda item: -len(item[1])):
+        parts.append(f"<details><summary><strong>{html.escape(status)}</strong> × "
+                     f"{len(group)}: {html.escape(reason)}</summary>"
+                     + table_html(group[columns].sort_values(columns[:4], kind="stable"))
+                     + "</details>")
+    return "".join(parts)
+
+
+def _environment_html(results: RunResults) -> str:
+    """Who made the numbers: versions, commit, CPU, threads, date and wall time."""
+    runs = results.runs()
+    if not runs:
+        return "<p>This store was written before runs recorded their environment.</p>"
+    last = runs[-1]
+    env = dict(last["environment"])
+    packages = env.pop("packages", {})
+    rows = [("date", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["started"]))),
+            ("wall time of the run", f"{last['wall_time']:.1f} s"),
+            *((key.replace("_", " "), str(value)) for key, value in env.items()),
+            *((f"package {name}", version) for name, version in packages.items())]
+    table = pd.DataFrame(rows, columns=["what", "value"])
+    note = (f"<p class=\"note\">{len(runs)} runner passes wrote this folder; the last is "
+            "shown.</p>" if len(runs) > 1 else "")
+    return table_html(table) + note
 
 
 def _section_html(section: ReportSection) -> str:
-    parts = [f"<h2>{html.escape(section.title)}</h2>"]
+    parts = [f'<h2 id="{_anchor(section.title)}">{html.escape(section.title)}</h2>']
     if section.error is not None:
         summary = section.error.splitlines()[0] if section.error else ""
         parts.append(f'<div class="error"><p><strong>This report failed:</strong> '
@@ -101,15 +185,29 @@ def _other_files_html(out_dir: Path, sections: list[ReportSection]) -> str:
     return f"<h2>Other files in the folder</h2><ul>{links}</ul>"
 
 
-def _page(out_dir: Path, cells: pd.DataFrame, sections: list[ReportSection]) -> str:
+def _anchor(title: str) -> str:
+    return "section-" + slug(title).lower().replace("_", "-")
+
+
+def _page(out_dir: Path, cells: pd.DataFrame, first_screen: ReportSection,
+          sections: list[ReportSection], environment: str) -> str:
     title = f"Run report: {html.escape(out_dir.resolve().name)}"
     generated = time.strftime("%Y-%m-%d %H:%M:%S")
-    body = "\n".join([f"<h1>{title}</h1>",
-                      f"<p>{len(cells)} cells; generated {generated}.</p>",
-                      _cells_html(cells), *(_section_html(s) for s in sections),
-                      _other_files_html(out_dir, sections)])
+    tail = [ReportSection("Environment", html=environment),
+            ReportSection("Cells not done", html=_cells_html(cells))]
+    links = "".join(f'<a href="#{_anchor(s.title)}">{html.escape(s.title)}</a>'
+                    for s in [*sections, *tail])
+    nav = f'<nav><a href="#top"><strong>Summary</strong></a>{links}</nav>'
+    body = "\n".join([f'<h1 id="top">{title}</h1>',
+                      f'<p class="grid-line" id="grid-line">{html.escape(grid_line(cells))}; '
+                      f"report built {generated}.</p>",
+                      first_screen.html if first_screen.error is None
+                      else _section_html(first_screen),
+                      *(_section_html(s) for s in [*sections, *tail]),
+                      _other_files_html(out_dir, [first_screen, *sections])])
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{title}</title>'
-            f"<style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
+            f"<style>{STYLE}</style></head>\n<body>\n{nav}\n<main>\n{body}\n</main>\n"
+            f"<script>{SCRIPT}</script>\n</body></html>\n")
 
 
 def build_reports(out: Path, reports: Mapping[str, ReportBuilder] | None = None) -> list[Path]:
@@ -132,12 +230,23 @@ def build_reports(out: Path, reports: Mapping[str, ReportBuilder] | None = None)
     builders = default_reports() if reports is None else dict(reports)
     results = RunResults.open(out)
     try:
+        cells = results.cells
+        colours = method_colours(cells["method"]) if not cells.empty else {}
+        summary = _run_safely("Summary", lambda r, o: _first_screen_section(r, o, colours),
+                              results, out)
         sections = [_run_safely("Result tables", _tables, results, out)]
         sections += [_run_safely(title, builder, results, out)
                      for title, builder in builders.items()]
-        cells = results.cells
+        environment = _environment_html(results)
     finally:
         results.close()
     index = out / "index.html"
-    index.write_text(_page(out, cells, sections), encoding="utf-8")
-    return [*(path for section in sections for path in section.files), index]
+    index.write_text(_page(out, cells, summary, sections, environment), encoding="utf-8")
+    return [*summary.files, *(path for section in sections for path in section.files), index]
+
+
+def _first_screen_section(results: RunResults, out_dir: Path,
+                          colours: dict[str, str]) -> ReportSection:
+    content, files = build_first_screen(results, out_dir, colours)
+    return ReportSection("Summary", csv_files=[f for f in files if f.suffix == ".csv"],
+                         figure_files=[f for f in files if f.suffix == ".png"], html=content)

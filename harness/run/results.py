@@ -60,6 +60,11 @@ class RunResults:
         row = self.cells.loc[self.cells["key"] == key].iloc[0]
         return json.loads(row["feature_names"])
 
+    def runs(self) -> list[dict]:
+        """Each pass of a runner over this folder: ``started`` (epoch s), ``wall_time`` (s)
+        and ``environment`` (:func:`harness.run.environment.describe_environment`)."""
+        return self.store.run_rows()
+
     def extra(self, key: str) -> dict:
         """What the method of one cell recorded beside its values (``Importances.extra``)."""
         row = self.cells.loc[self.cells["key"] == key].iloc[0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import time
 import traceback
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from harness.forest.view import predict_output
 from harness.run.cell_result import FINAL_STATUSES, CellResult
 from harness.run.cells import Cell, expand_datasets, expand_methods, expand_models, iter_cells
 from harness.run.defaults import DEFAULT_GRID
+from harness.run.environment import describe_environment, package_versions
 from harness.run.execute import CellInput, prepare_methods
 from harness.run.executors import make_executor
 from harness.run.executors.process import call_bounded
@@ -57,13 +57,10 @@ class RunSummary:
 
 
 def _versions() -> dict[str, str]:
-    found = {}
-    for dist in ("tree-importance-harness", "numpy", "scikit-learn", "shap", "pandas"):
-        try:
-            found[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            found[dist] = "not installed"
-    return found
+    """The versions stored with every cell (those that change what a method computes)."""
+    found = package_versions()
+    return {dist: found[dist] for dist in ("tree-importance-harness", "numpy", "scikit-learn",
+                                           "shap", "pandas")}
 
 
 def _explain_rows(model, dataset, cell: Cell) -> np.ndarray:
@@ -129,7 +126,7 @@ def compare(
     # built before anything is written: a missing optional executor is bad input
     executor_obj = make_executor(executor, jobs=jobs, timeout=timeout, max_memory=max_memory,
                                  scheduler=scheduler)
-    start = time.perf_counter()
+    start, started = time.perf_counter(), time.time()
     summary = RunSummary(out=Path(out), total=len(cells))
     try:
         try:
@@ -139,6 +136,8 @@ def compare(
         with RunLock(out), Store(out) as store:
             _run_cells(cells, store, executor_obj, summary, force, notify,
                        FitLimits(timeout, max_memory, isolated=executor != "inprocess"))
+            store.record_run(started, time.perf_counter() - start,
+                             {**describe_environment(), "executor": executor, "jobs": jobs})
             if reports:
                 notify("stage", "writing reports")
                 summary.reports = registry.build_reports(Path(out))

@@ -50,6 +50,9 @@ CREATE TABLE IF NOT EXISTS datasets (
 CREATE TABLE IF NOT EXISTS truth_arrays (
     dataset_key TEXT, name TEXT, npy BLOB, PRIMARY KEY (dataset_key, name)
 );
+CREATE TABLE IF NOT EXISTS runs (
+    started REAL, wall_time REAL, environment TEXT
+);
 """
 #: A failure never replaces a stored ``done`` cell (another runner's, or an earlier result
 #: when ``force`` recomputes): the upsert below keeps the stored row in that case.
@@ -196,6 +199,23 @@ class Store:
         return {name: getattr(result, name) for name in ARRAY_COLUMNS}
 
     # --- models and datasets ------------------------------------------------------------
+    def record_run(self, started: float, wall_time: float,
+                   environment: dict[str, Any]) -> None:
+        """One runner's pass over the grid: when, how long, and on what (JSON)."""
+        self._write([("INSERT INTO runs VALUES (?, ?, ?)",
+                      (started, wall_time, json.dumps(environment, default=str)))])
+
+    def run_rows(self) -> list[dict[str, Any]]:
+        """Every recorded pass, oldest first (none for a store written before they were)."""
+        tables = {row[0] for row in self._guard(lambda: self._conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall())}
+        if "runs" not in tables:
+            return []
+        rows = self._guard(lambda: self._conn.execute(
+            "SELECT started, wall_time, environment FROM runs ORDER BY started").fetchall())
+        return [{"started": r[0], "wall_time": r[1], "environment": json.loads(r[2] or "{}")}
+                for r in rows]
+
     def record_model(self, info: dict[str, Any]) -> None:
         info = {**info, "created": time.time()}
         info["feature_names"] = json.dumps(info.get("feature_names"))

@@ -218,9 +218,15 @@ def test_build_reports_writes_and_links_everything(run_folder):
     on_disk = {p.name for p in run_folder.iterdir() if p.suffix in (".csv", ".png")}
     assert on_disk <= _linked(page)
     assert on_disk == names - {"index.html"}
-    for status in ("done", "skipped", "not_installed", "error", "timeout"):
-        assert f"<td>{status}</td>" in page
+    assert "= 13 cells: 9 done, " in page  # the grid line
+    for status in ("skipped", "not_installed", "error", "timeout"):  # grouped, collapsed
+        assert f"<details><summary><strong>{status}</strong> × " in page
     assert "ValueError: boom" in page and "timed out after 1 s" in page
+    for panel in ("panel-relate", "panel-trust", "panel-cost"):
+        assert f'id="{panel}"' in page
+    anchors = set(re.findall(r'href="#([^"]+)"', page))
+    assert anchors and all(f'id="{anchor}"' in page for anchor in anchors)
+    assert {"section-environment", "section-cells-not-done", "section-timing"} <= anchors
     assert "fraction_ge_0.90" in page and "accuracy" in page
     cells = pd.read_csv(run_folder / "cells.csv")
     assert len(cells) == 13 and (cells["status"] == "done").sum() == 9
