@@ -26,7 +26,9 @@ from .base import ReportSection, slug, table_html, write_csv
 from .first_screen import build_first_screen, grid_line
 from .palette import method_colours
 
-ReportBuilder = Callable[[RunResults, Path], ReportSection]
+#: A report writes its files into the folder and returns its section of the page, or several
+#: sections (e.g. one per dataset), each with its own heading and sidebar link.
+ReportBuilder = Callable[[RunResults, Path], "ReportSection | list[ReportSection]"]
 
 STYLE = """
 body { font-family: sans-serif; margin: 0; font-size: 14px; }
@@ -108,7 +110,7 @@ def _tables(results: RunResults, out_dir: Path) -> ReportSection:
 
 
 def _run_safely(title: str, builder: ReportBuilder, results: RunResults,
-                out_dir: Path) -> ReportSection:
+                out_dir: Path) -> ReportSection | list[ReportSection]:
     try:
         return builder(results, out_dir)
     except StoreDamagedError:  # not this report's failure: the whole run folder's
@@ -235,8 +237,9 @@ def build_reports(out: Path, reports: Mapping[str, ReportBuilder] | None = None)
         summary = _run_safely("Summary", lambda r, o: _first_screen_section(r, o, colours),
                               results, out)
         sections = [_run_safely("Result tables", _tables, results, out)]
-        sections += [_run_safely(title, builder, results, out)
-                     for title, builder in builders.items()]
+        for title, builder in builders.items():
+            built = _run_safely(title, builder, results, out)
+            sections += built if isinstance(built, list) else [built]
         environment = _environment_html(results)
     finally:
         results.close()
