@@ -19,7 +19,9 @@ from harness.core.types import GroundTruth
 from harness.run.results import RunResults
 
 from .base import (
+    FONT_PT,
     GROUP,
+    MAX_WIDTH_IN,
     ReportSection,
     done_cells,
     global_label,
@@ -186,9 +188,9 @@ def _target_scatter(table: pd.DataFrame, out_dir: Path) -> list[Path]:
         return []
     methods = sorted(table["method_name"].unique())
     datasets, models = sorted(table["dataset"].unique()), sorted(table["model"].unique())
-    ncols = min(4, len(methods))
+    ncols = min(3, len(methods))
     nrows = -(-len(methods) // ncols)
-    figure, axes = new_figure(ncols=ncols, nrows=nrows, width=3.8, height=3.6)
+    figure, axes = new_figure(ncols=ncols, nrows=nrows, width=3.0, height=3.0, wspace=0.4)
     for ax, method in zip(axes.ravel(), methods):
         data = table[table["method_name"] == method]
         sns.scatterplot(data=data, x="target_value", y="estimate", hue="dataset", style="model",
@@ -197,14 +199,15 @@ def _target_scatter(table: pd.DataFrame, out_dir: Path) -> list[Path]:
         low = float(min(data["target_value"].min(), data["estimate"].min(), 0.0))
         high = float(max(data["target_value"].max(), data["estimate"].max()))
         ax.plot([low, high], [low, high], color="0.5", linewidth=0.8, linestyle="--")
-        ax.set_title(f"{method} vs {', '.join(sorted(data['target'].unique()))}", fontsize=9)
+        ax.set_title(wrap_label(f"{method} vs {', '.join(sorted(data['target'].unique()))}",
+                                36), fontsize=FONT_PT)
         ax.set_xlabel("theoretical target")
-        ax.set_ylabel(f"estimate ({data['unit'].iloc[0]})", fontsize=8)
+        ax.set_ylabel(wrap_label(f"estimate ({data['unit'].iloc[0]})", 30))
     for ax in axes.ravel()[len(methods):]:
         ax.set_visible(False)
     corner = axes[0, -1]
     if corner.get_legend() is not None:
-        sns.move_legend(corner, "upper left", bbox_to_anchor=(1.02, 1), fontsize=7,
+        sns.move_legend(corner, "upper left", bbox_to_anchor=(1.02, 1), fontsize=FONT_PT,
                         frameon=False)
     return [save_figure(figure, out_dir / "accuracy_targets.png")]
 
@@ -248,15 +251,17 @@ def _truth_bars(results: RunResults, out_dir: Path) -> list[Path]:
         models = sorted(data["model"].unique())
         measures = sorted(data["measure"].unique(), key=lambda m: (not m.startswith("truth"), m))
         figure, axes = new_figure(nrows=len(models), height=3.8,
-                                  width=0.12 * len(order) * len(measures) + 4.5)
+                                  width=min(MAX_WIDTH_IN - 3.0,
+                                            0.12 * len(order) * len(measures) + 2.5))
         for i, (ax, model) in enumerate(zip(axes[:, 0], models)):
             sns.barplot(data=data[data["model"] == model], x="feature",
                         y="normalised importance", hue="measure", order=order,
                         hue_order=measures, errorbar=None, ax=ax, legend=i == 0)
-            ax.set_title(f"{dataset} | {model}: sum |v| = 1, mean over seeds", fontsize=9)
+            ax.set_title(f"{dataset} | {model}: sum |v| = 1, mean over seeds", fontsize=FONT_PT)
         if axes[0, 0].get_legend() is not None:
-            sns.move_legend(axes[0, 0], "upper left", bbox_to_anchor=(1.01, 1), fontsize=7,
-                            title=None, frameon=False)
+            sns.move_legend(axes[0, 0], "upper left", bbox_to_anchor=(1.01, 1),
+                            fontsize=FONT_PT, title=None, frameon=False,
+                            ncols=1 + len(measures) // 16)
         paths.append(save_figure(figure, out_dir / f"accuracy_truth_{slug(dataset)}.png"))
     return paths
 

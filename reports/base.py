@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from scipy import stats
 
 from harness.core.types import global_view
@@ -21,6 +22,16 @@ from harness.run.results import RunResults
 
 GROUP = ["dataset", "model", "seed"]
 FIGURE_DPI = 100
+#: Smallest font of the report's figures, in points: 12.5 px at 100 dpi, so that a figure
+#: shrunk to 80 % of its width on the page still shows every text at 10 px or more.
+FONT_PT = 9
+#: Widest figure, in inches: at 100 dpi it fits the page's main column (about 1200 px)
+#: without being shrunk.
+MAX_WIDTH_IN = 11.5
+#: Matplotlib settings under which every report figure is drawn (:func:`figure_style`).
+FIGURE_STYLE = {"font.size": FONT_PT, **{key: FONT_PT for key in (
+    "axes.titlesize", "axes.labelsize", "xtick.labelsize", "ytick.labelsize",
+    "legend.fontsize", "legend.title_fontsize", "figure.titlesize")}}
 
 
 @dataclass
@@ -183,5 +194,27 @@ def save_figure(figure: Figure, path: Path) -> Path:
     Nothing to close afterwards: the figure was never registered with pyplot, so it is freed
     with its last reference (clearing it first would only cost time).
     """
-    figure.savefig(path, dpi=FIGURE_DPI, backend="agg", bbox_inches="tight", pad_inches=0.15)
+    smallest = min_font_px(figure)
+    metadata = {} if smallest is None else {"min_font_px": f"{smallest:.2f}"}
+    figure.savefig(path, dpi=FIGURE_DPI, backend="agg", bbox_inches="tight", pad_inches=0.15,
+                   metadata=metadata)
     return path
+
+
+def min_font_px(figure: Figure) -> float | None:
+    """Size, in pixels at the saved resolution, of the smallest visible text of ``figure``
+    (None without text). Stored in each PNG's metadata (``min_font_px``), so that the page
+    can say, and a browser test check, how large the text is where the figure is shown."""
+    sizes = [text.get_fontsize() for text in figure.findobj(Text)
+             if text.get_visible() and text.get_text().strip()
+             and (text.axes is None or text.axes.get_visible())]
+    return min(sizes) * FIGURE_DPI / 72 if sizes else None
+
+
+def png_min_font_px(path: Path) -> float | None:
+    """The ``min_font_px`` stored by :func:`save_figure` in a PNG (None if absent)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        value = getattr(image, "text", {}).get("min_font_px")
+    return None if value is None else float(value)

@@ -21,7 +21,9 @@ from scipy import stats
 from harness.run.results import RunResults
 
 from .base import (
+    FONT_PT,
     GROUP,
+    MAX_WIDTH_IN,
     ReportSection,
     done_cells,
     global_label,
@@ -185,7 +187,7 @@ def _heatmaps(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
         return []
     datasets, models = sorted(pearson["dataset"].unique()), sorted(pearson["model"].unique())
     methods = sorted({*pearson["method_a"], *pearson["method_b"]})
-    size = 1.5 + 0.6 * len(methods)
+    size = min(1.5 + 0.6 * len(methods), MAX_WIDTH_IN / len(models))
     figure, axes = new_figure(ncols=len(models), nrows=len(datasets), width=size,
                               height=size, wspace=0.1, hspace=0.3)
     cells = dict(iter(pearson.groupby(["dataset", "model"], sort=False)))
@@ -199,10 +201,9 @@ def _heatmaps(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
             warnings.simplefilter("ignore", PendingDeprecationWarning)
             sns.heatmap(_pair_matrix(cells[dataset, model], methods), ax=ax, vmin=-1, vmax=1,
                         center=0, cmap="vlag", annot=True, fmt=".2f", square=True,
-                        cbar=False, annot_kws={"fontsize": 7},
+                        cbar=False, annot_kws={"fontsize": FONT_PT},
                         xticklabels=i == len(datasets) - 1, yticklabels=j == 0)
-        ax.set_title(f"{dataset}\n{wrap_label(model, 40)}", fontsize=8)
-        ax.tick_params(labelsize=7)
+        ax.set_title(f"{dataset}\n{wrap_label(model, 40)}", fontsize=FONT_PT)
         ax.tick_params(axis="y", labelrotation=0)
     title_above(figure, axes, "Mean per-sample Pearson correlation of |local importances|")
     return [save_figure(figure, out_dir / "correlation_heatmaps.png")]
@@ -225,7 +226,8 @@ def _sorted_lines(per_sample: pd.DataFrame, out_dir: Path) -> list[Path]:
     colours = dict(zip(pairs, palette))
     dashes = dict(zip(KINDS, ("-", "--")))
     datasets, models = sorted(long["dataset"].unique()), sorted(long["model"].unique())
-    figure, axes = new_figure(ncols=len(models), nrows=len(datasets), width=4.0, height=3.0,
+    figure, axes = new_figure(ncols=len(models), nrows=len(datasets),
+                              width=min(4.0, MAX_WIDTH_IN / (len(models) + 0.8)), height=3.0,
                               share=True)
     for ax in axes.flat:
         ax.set_axis_off()
@@ -241,11 +243,11 @@ def _sorted_lines(per_sample: pd.DataFrame, out_dir: Path) -> list[Path]:
         ax.set(ylim=(-1.05, 1.05), xlim=(0, 1), ylabel="correlation" if j == 0 else "",
                xlabel="samples sorted by correlation (fraction)" if i == len(datasets) - 1
                else "")
-        ax.set_title(f"{dataset}\n{wrap_label(model, 40)}", fontsize=8)
+        ax.set_title(f"{dataset}\n{wrap_label(model, 40)}", fontsize=FONT_PT)
     handles = [Line2D([], [], color=colours[p], label=wrap_label(p)) for p in pairs]
     handles += [Line2D([], [], color="grey", linestyle=dashes[k], label=k) for k in KINDS]
     axes[0, -1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1),
-                       fontsize=7, frameon=False)
+                       fontsize=FONT_PT, frameon=False)
     title_above(figure, axes, "Per-sample correlation of |local importances|, samples sorted "
                 "by increasing correlation (Sutera et al. 2021, Fig. 7)")
     return [save_figure(figure, out_dir / "correlation_sorted.png")]

@@ -18,15 +18,11 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from harness.run.results import RunResults
 
 from .accuracy import target_summary, target_table, truth_comparison
-from .base import new_figure, save_figure, write_csv
+from .base import FONT_PT, new_figure, png_min_font_px, save_figure, write_csv
 from .correlation import global_agreement, local_correlations, summarise_local
 from .palette import method_colours
 from .summary import agreement_matrix, cost_table, trust_ranking
 from .timing import timing_table
-
-#: Font size of the first screen's figure, in points; drawn at 100 dpi and shown at its
-#: natural width, 9 pt is 12.5 px.
-FONT_PT = 9
 
 
 def grid_line(cells: pd.DataFrame) -> str:
@@ -154,8 +150,10 @@ def build_first_screen(results: RunResults, out_dir: Path,
     cost_panel = "<p><em>No timings.</em></p>"
     if figure is not None:
         files.append(figure)
+        smallest = png_min_font_px(figure)
         cost_panel = (f'<a href="{figure.name}"><img src="{figure.name}" '
-                      'alt="explain time against relevant-set precision"></a>'
+                      f'alt="explain time against relevant-set precision" '
+                      f'data-min-font-px="{smallest:.2f}"></a>'
                       '<p class="note">One point per method, numbered as in the agreement '
                       "matrix; ringed and joined: the methods that no other method beats in "
                       "both time and precision (the Pareto front). Times are the explain "

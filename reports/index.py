@@ -16,13 +16,14 @@ import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+import matplotlib
 import pandas as pd
 
 from harness.core import registry
 from harness.core.errors import StoreDamagedError
 from harness.run.results import RunResults
 
-from .base import ReportSection, slug, table_html, write_csv
+from .base import FIGURE_STYLE, ReportSection, png_min_font_px, slug, table_html, write_csv
 from .first_screen import build_first_screen, grid_line
 from .palette import method_colours
 
@@ -169,9 +170,15 @@ def _section_html(section: ReportSection) -> str:
     parts.append(section.html)
     for path in section.figure_files:
         name = html.escape(path.name)
-        parts.append(f'<figure><a href="{name}"><img src="{name}" alt="{name}"></a>'
-                     f"<figcaption>{name}</figcaption></figure>")
+        parts.append(f'<figure><a href="{name}"><img src="{name}" alt="{name}"'
+                     f"{_font_attribute(path)}></a><figcaption>{name}</figcaption></figure>")
     return "\n".join(parts)
+
+
+def _font_attribute(path: Path) -> str:
+    """``data-min-font-px``: the smallest text of the figure at its natural size."""
+    smallest = png_min_font_px(path) if path.is_file() else None
+    return "" if smallest is None else f' data-min-font-px="{smallest:.2f}"'
 
 
 def _other_files_html(out_dir: Path, sections: list[ReportSection]) -> str:
@@ -232,14 +239,16 @@ def build_reports(out: Path, reports: Mapping[str, ReportBuilder] | None = None)
     builders = default_reports() if reports is None else dict(reports)
     results = RunResults.open(out)
     try:
-        cells = results.cells
-        colours = method_colours(cells["method"]) if not cells.empty else {}
-        summary = _run_safely("Summary", lambda r, o: _first_screen_section(r, o, colours),
-                              results, out)
-        sections = [_run_safely("Result tables", _tables, results, out)]
-        for title, builder in builders.items():
-            built = _run_safely(title, builder, results, out)
-            sections += built if isinstance(built, list) else [built]
+        with matplotlib.rc_context(FIGURE_STYLE):  # every figure's text at FONT_PT or more
+            cells = results.cells
+            colours = method_colours(cells["method"]) if not cells.empty else {}
+            summary = _run_safely("Summary",
+                                  lambda r, o: _first_screen_section(r, o, colours),
+                                  results, out)
+            sections = [_run_safely("Result tables", _tables, results, out)]
+            for title, builder in builders.items():
+                built = _run_safely(title, builder, results, out)
+                sections += built if isinstance(built, list) else [built]
         environment = _environment_html(results)
     finally:
         results.close()

@@ -11,21 +11,23 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from harness.run.results import RunResults
 
 from .base import (
     GROUP,
+    MAX_WIDTH_IN,
     ReportSection,
     done_cells,
     new_figure,
     save_figure,
     table_html,
+    title_above,
     wrap_label,
     write_csv,
 )
+from .palette import method_colours
 
 TIMING_COLUMNS = [
     "key", *GROUP, "method", "method_name", "scope", "n_explained", "time_explain",
@@ -55,30 +57,38 @@ def timing_table(results: RunResults) -> pd.DataFrame:
     return pd.concat([table, cells[params]], axis=1)
 
 
-def _ratio_figure(table: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Bar plot of the ratio to predict (log scale) per method, hued by dataset, per model."""
+def _ratio_figure(table: pd.DataFrame, out_dir: Path,
+                  colours: dict[str, str]) -> list[Path]:
+    """Explain time / predict time (log) per method: a bar at the median over datasets and
+    seeds, a line from the minimum to the maximum, one panel per model."""
     ratio = pd.to_numeric(table["ratio_to_predict"], errors="coerce")
     data = table[np.isfinite(ratio) & (ratio > 0)]
     if data.empty:
         return []
-    data = data.assign(method=data["method"].map(lambda m: wrap_label(m, 16)))
     models = sorted(data["model"].unique())
-    n_methods = data["method"].nunique()
-    figure, axes = new_figure(ncols=len(models), width=max(5.0, 1.1 * n_methods + 1.5),
-                              height=4.5)
-    for i, (ax, model) in enumerate(zip(axes[0], models)):
-        sns.barplot(data=data[data["model"] == model], x="method", y="ratio_to_predict",
-                    hue="dataset", errorbar=("pi", 100), ax=ax, legend=i == 0,
-                    order=sorted(data["method"].unique()))
-        ax.set_yscale("log")
+    methods = sorted(data["method"].unique())
+    width = min(5.5, MAX_WIDTH_IN / len(models))
+    figure, axes = new_figure(ncols=len(models), width=width,
+                              height=0.32 * len(methods) + 1.2, wspace=0.08)
+    for j, (ax, model) in enumerate(zip(axes[0], models)):
+        spread = (data[data["model"] == model].groupby("method")["ratio_to_predict"]
+                  .agg(["median", "min", "max"]).reindex(methods))
+        rows = np.arange(len(methods))
+        ax.barh(rows, spread["median"], color=[colours.get(m, "#888") for m in methods],
+                edgecolor="black", linewidth=0.4)
+        ax.hlines(rows, spread["min"], spread["max"], color="black", linewidth=1)
+        ax.axvline(1.0, color="0.4", linewidth=0.8, linestyle="--")
+        ax.set_xscale("log")
         # plain labels (0.1, 1, 10): the default 10^k labels go through mathtext, ~0.3 s
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set(xlabel="", ylabel="explain time / predict time (same rows)")
-        ax.set_title(f"{model}\n(bars: mean over seeds, lines: min-max)", fontsize=9)
-        ax.tick_params(axis="x", labelsize=7)
-    if axes[0, 0].get_legend() is not None:
-        sns.move_legend(axes[0, 0], "upper left", fontsize=7, title="dataset")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_yticks(rows, [wrap_label(m, 34) for m in methods] if j == 0 else [])
+        ax.invert_yaxis()
+        ax.set_xlabel("explain time / predict time (same rows)")
+        ax.set_title(wrap_label(model, 50))
+        ax.grid(axis="x", alpha=0.3)
+    title_above(figure, axes, "Cost of each method in multiples of the forest's own predict: "
+                "bar at the median over datasets and seeds, line from min to max")
     return [save_figure(figure, out_dir / "timing_ratio_to_predict.png")]
 
 
@@ -87,7 +97,7 @@ def build(results: RunResults, out_dir: Path) -> ReportSection:
     out_dir = Path(out_dir)
     table = timing_table(results)
     csvs = [write_csv(table, out_dir / "timing.csv")]
-    figures = _ratio_figure(table, out_dir)
+    figures = _ratio_figure(table, out_dir, method_colours(results.cells["method"]))
     summary = (table.groupby(["dataset", "model", "method"], sort=True)
                [["time_explain", "time_per_sample", "ratio_to_predict", "fit_time"]]
                .median().reset_index() if not table.empty else table)
