@@ -101,5 +101,9 @@ def build(results: RunResults, out_dir: Path) -> ReportSection:
     summary = (table.groupby(["dataset", "model", "method"], sort=True)
                [["time_explain", "time_per_sample", "ratio_to_predict", "fit_time"]]
                .median().reset_index() if not table.empty else table)
-    html = "<h3>Median over seeds</h3>" + table_html(summary)
+    units = {"time_explain": "time_explain (s)", "time_per_sample": "time_per_sample (s)",
+             "ratio_to_predict": "ratio_to_predict (× predict)", "fit_time": "fit_time (s)"}
+    html = ("<h3>Median over seeds</h3><p class=\"note\">Seconds of the explain call alone; "
+            "ratio: explain seconds per second of the forest's own predict on the same rows; "
+            "fit: the forest's fit.</p>" + table_html(summary.rename(columns=units)))
     return ReportSection("Timing", csvs, figures, html)
