@@ -113,19 +113,22 @@ def compare(
     input raises :class:`BadInputError` before anything is written.
     """
     # every option checked and normalised (harness.run.options) before anything is written
-    (datasets, models, methods, seeds, out, jobs, timeout, executor, force, max_memory,
-     scheduler, explain_on, max_explain, reports, on_event) = compare_options(
+    options = compare_options(
         datasets=datasets, models=models, methods=methods, seeds=seeds, out=out, jobs=jobs,
         timeout=timeout, executor=executor, force=force, max_memory=max_memory,
         scheduler=scheduler, explain_on=explain_on, max_explain=max_explain, reports=reports,
         on_event=on_event)
-    notify = on_event or (lambda kind, payload: None)
-    if max_explain is None and datasets is None and methods is None:
+    out, executor, timeout, max_memory = (options.out, options.executor, options.timeout,
+                                          options.max_memory)
+    notify = options.on_event or (lambda kind, payload: None)
+    max_explain = options.max_explain
+    if max_explain is None and options.datasets is None and options.methods is None:
         max_explain = DEFAULT_GRID["max_explain"]
-    cells = plan(datasets, models, methods, seeds, explain_on, max_explain)
+    cells = plan(options.datasets, options.models, options.methods, options.seeds,
+                 options.explain_on, max_explain)
     # built before anything is written: a missing optional executor is bad input
-    executor_obj = make_executor(executor, jobs=jobs, timeout=timeout, max_memory=max_memory,
-                                 scheduler=scheduler)
+    executor_obj = make_executor(executor, jobs=options.jobs, timeout=timeout,
+                                 max_memory=max_memory, scheduler=options.scheduler)
     start, started = time.perf_counter(), time.time()
     summary = RunSummary(out=Path(out), total=len(cells))
     try:
@@ -134,11 +137,12 @@ def compare(
         except OSError as exc:
             raise BadInputError(f"Cannot create the run folder {str(out)!r}: {exc}") from exc
         with RunLock(out), Store(out) as store:
-            _run_cells(cells, store, executor_obj, summary, force, notify,
+            _run_cells(cells, store, executor_obj, summary, options.force, notify,
                        FitLimits(timeout, max_memory, isolated=executor != "inprocess"))
             store.record_run(started, time.perf_counter() - start,
-                             {**describe_environment(), "executor": executor, "jobs": jobs})
-            if reports:
+                             {**describe_environment(), "executor": executor,
+                              "jobs": options.jobs})
+            if options.reports:
                 notify("stage", "writing reports")
                 summary.reports = registry.build_reports(Path(out))
     finally:

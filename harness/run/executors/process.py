@@ -110,14 +110,14 @@ def _child(writer, compute: Callable[[], Any], parent: int, timeout: float | Non
     os._exit(0)
 
 
-def _death_reason(exitcode: int | None) -> str:
+def _death_reason(exitcode: int | None, whose: str = "the cell's process") -> str:
     if exitcode is not None and exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name
         except ValueError:
             name = f"signal {-exitcode}"
-        return f"the cell's process was killed by {name} before returning a result"
-    return f"the cell's process exited with code {exitcode} before returning a result"
+        return f"{whose} was killed by {name} before returning a result"
+    return f"{whose} exited with code {exitcode} before returning a result"
 
 
 @dataclass
@@ -153,7 +153,7 @@ def call_bounded(function: Callable, args: tuple, timeout: float | None,
         except (EOFError, OSError):
             process.join(timeout=10)
             return None, CellResult.failure(
-                "error", f"{what} failed: {_death_reason(process.exitcode)}")
+                "error", f"{what} failed: {_death_reason(process.exitcode, 'its process')}")
         if isinstance(outcome, CellResult):
             return None, outcome.with_reason(f"{what} failed: {outcome.reason}")
         return outcome.value, None
