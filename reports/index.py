@@ -169,6 +169,8 @@ def _section_html(section: ReportSection) -> str:
     parts.append(section.html)
     for path in section.figure_files:
         name = html.escape(path.name)
+        if f'src="{name}"' in section.html:  # the report placed it among its own text
+            continue
         parts.append(f'<figure><a href="{name}"><img src="{name}" alt="{name}"></a>'
                      f"<figcaption>{name}</figcaption></figure>")
     return "\n".join(parts)
