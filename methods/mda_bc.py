@@ -25,6 +25,9 @@ class MDABreimanCutler(OOBMethod):
     scope = "global"
     family = "mda"
     summary = "Breiman-Cutler MDA: per-tree OOB permutation importance"
+    # the limit E[L(Y, m(X_pij))] - E[L(Y, m(X))] of the Bayes model m is >= 0 for each loss
+    # offered (2 V[Y] ST_j for squared error and independent inputs)
+    value_range = (0.0, None)
     parameters = {"loss": LOSS_PARAM}
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:

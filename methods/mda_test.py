@@ -32,6 +32,9 @@ class MDATrainTest(LossMethod):
     family = "mda"
     rows = "test"
     summary = "Train/Test MDA: permutation importance on held-out rows"
+    # the limit E[L(Y, m(X_pij))] - E[L(Y, m(X))] of the Bayes model m is >= 0 for each loss
+    # offered (2 V[Y] ST_j for squared error and independent inputs)
+    value_range = (0.0, None)
     parameters = {
         "loss": LOSS_PARAM,
         "n_repeats": Param(5, (Interval(int, 1, None, "left"),), "permutations per feature"),

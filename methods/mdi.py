@@ -25,6 +25,8 @@ class MDI(Method):
     scope = "global"
     family = "mdi"
     summary = "global MDI (Louppe et al. 2013, Eq. 1), impurity units"
+    # a sum of weighted impurity decreases, each >= 0 (also in the normalised form)
+    value_range = (0.0, None)
     parameters = {
         "normalize": Param(False, (Boolean(),), "scikit-learn's feature_importances_ form"),
     }

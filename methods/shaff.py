@@ -38,6 +38,9 @@ class SHAFF(OOBMethod):
     scope = "global"
     family = "shapley"
     summary = "SHAFF: Shapley effects by projected OOB forests (Bénard et al. 2022)"
+    # Shapley effects of the monotone game V(E[Y | X_U]) / V(Y), whose values lie in [0, 1]
+    # (Owen 2014); also for the class-probability vector over sum_k V(1[Y = k])
+    value_range = (0.0, 1.0)
     parameters = {
         "n_subsets": Param(128, (Interval(int, 1, None),),
                            "K, subsets drawn from the forest's paths (each with its "

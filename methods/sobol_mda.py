@@ -38,6 +38,9 @@ class SobolMDA(OOBMethod):
     scope = "global"
     family = "sobol_mda"
     summary = "Sobol-MDA: total Sobol index by projected OOB forests"
+    # ST_j = E[V(m(X) | X_-j)] / V[Y] lies in [0, 1]; so does the classification form,
+    # since sum_k E[V(P_k | X_-j)] <= sum_k V(P_k) <= sum_k V(1[Y = k])
+    value_range = (0.0, 1.0)
     parameters = {}
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:

@@ -218,3 +218,16 @@ def png_min_font_px(path: Path) -> float | None:
     with Image.open(path) as image:
         value = getattr(image, "text", {}).get("min_font_px")
     return None if value is None else float(value)
+
+
+def figure_html(path: Path, caption: str | None = None) -> str:
+    """A figure of the page: the PNG linked to itself, its caption, and the size of its
+    smallest text at natural size (``data-min-font-px``, from :func:`save_figure`)."""
+    import html
+
+    name = html.escape(path.name)
+    text = html.escape(caption if caption is not None else path.name)
+    smallest = png_min_font_px(path) if path.is_file() else None
+    font = "" if smallest is None else f' data-min-font-px="{smallest:.2f}"'
+    return (f'<figure><a href="{name}"><img src="{name}" alt="{text}"{font}></a>'
+            f"<figcaption>{text}</figcaption></figure>")

@@ -23,7 +23,7 @@ from harness.core import registry
 from harness.core.errors import StoreDamagedError
 from harness.run.results import RunResults
 
-from .base import FIGURE_STYLE, ReportSection, png_min_font_px, slug, table_html, write_csv
+from .base import FIGURE_STYLE, ReportSection, figure_html, slug, table_html, write_csv
 from .first_screen import build_first_screen, grid_line
 from .palette import method_colours
 
@@ -170,15 +170,10 @@ def _section_html(section: ReportSection) -> str:
     parts.append(section.html)
     for path in section.figure_files:
         name = html.escape(path.name)
-        parts.append(f'<figure><a href="{name}"><img src="{name}" alt="{name}"'
-                     f"{_font_attribute(path)}></a><figcaption>{name}</figcaption></figure>")
+        if f'src="{name}"' in section.html:  # the report placed it among its own text
+            continue
+        parts.append(figure_html(path))
     return "\n".join(parts)
-
-
-def _font_attribute(path: Path) -> str:
-    """``data-min-font-px``: the smallest text of the figure at its natural size."""
-    smallest = png_min_font_px(path) if path.is_file() else None
-    return "" if smallest is None else f' data-min-font-px="{smallest:.2f}"'
 
 
 def _other_files_html(out_dir: Path, sections: list[ReportSection]) -> str:

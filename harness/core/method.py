@@ -65,6 +65,10 @@ class Method:
     #: array (the base class then builds the :class:`Importances`).
     unit: ClassVar[str] = ""
     explains: ClassVar[str] = ""
+    #: The range (low, high; None: unbounded) of the population quantity the method estimates,
+    #: in the method's own units: e.g. (0, 1) for a total Sobol index or a Shapley effect
+    #: normalised by Var(Y). Estimates outside it are noise or bias, and the report flags them.
+    value_range: ClassVar[tuple[float | None, float | None]] = (None, None)
 
     def __init__(self, **params: Any) -> None:
         self.params = validate_params(self.name, self.parameters, params)

@@ -52,6 +52,7 @@ BUILTIN_DATASETS: dict[str, str] = {
 }
 
 BUILTIN_REPORTS: dict[str, str] = {
+    "per_dataset": "harness.reports.per_dataset:build",  # first: a section per dataset
     "correlation": "harness.reports.correlation:build",
     "timing": "harness.reports.timing:build",
     "accuracy": "harness.reports.accuracy:build",
