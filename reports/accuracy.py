@@ -99,6 +99,10 @@ def truth_comparison(results: RunResults) -> pd.DataFrame:
     - ``truth == "relevant"``: ``precision_relevant``, the fraction of the top-|R| features
       by |v| that are in the relevant set R.
     """
+    return results.derived("truth_comparison", _truth_comparison)
+
+
+def _truth_comparison(results: RunResults) -> pd.DataFrame:
     cells = done_cells(results)
     views = global_views(results, cells)
     truths: dict[tuple[str, int], GroundTruth | None] = {}
@@ -141,6 +145,10 @@ def target_table(results: RunResults) -> pd.DataFrame:
     name), ``target_description``, ``unit``, ``feature``, ``estimate``, ``target_value`` and
     ``error = estimate - target_value``.
     """
+    return results.derived("target_table", _target_table)
+
+
+def _target_table(results: RunResults) -> pd.DataFrame:
     cells = done_cells(results, scope="global")
     views = global_views(results, cells)
     frames = []

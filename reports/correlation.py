@@ -79,6 +79,12 @@ def local_correlations(results: RunResults, signed: bool = False) -> pd.DataFram
         One row per (dataset, model, seed, method_a, method_b, sample) with ``pearson`` and
         ``spearman``; NaN where either vector is constant.
     """
+    if signed:
+        return _local_correlations(results, signed)
+    return results.derived("local_correlations", _local_correlations)
+
+
+def _local_correlations(results: RunResults, signed: bool = False) -> pd.DataFrame:
     frames = []
     for (dataset, model, seed), group in done_cells(results, "local").groupby(GROUP, sort=True):
         loaded = []
@@ -145,6 +151,10 @@ def global_agreement(results: RunResults) -> pd.DataFrame:
     ``sum_j |v_j| = 1``; the table gives Spearman's rho, Kendall's tau and the L1 distance
     ``sum_j |v_a,j - v_b,j|`` between the normalised vectors.
     """
+    return results.derived("global_agreement", _global_agreement)
+
+
+def _global_agreement(results: RunResults) -> pd.DataFrame:
     cells = done_cells(results)
     views = global_views(results, cells)
     rows = []

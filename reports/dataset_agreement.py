@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
 import pandas as pd
 
 from harness.run.results import RunResults
@@ -22,43 +21,28 @@ LOCAL_AGREEMENT = "local: mean per-sample Spearman of |local|"
 GLOBAL_AGREEMENT = "global: Spearman of the importances"
 
 
-Panels = list[tuple[str, list[tuple[str, pd.DataFrame]]]]
+def agreement_by_model(cells: pd.DataFrame, local_pairs: pd.DataFrame,
+                       global_pairs: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """Per model of ``cells`` (one dataset's done cells): the first screen's split matrix
+    (:func:`agreement_matrix`: global Spearman above the diagonal, mean per-sample Spearman of
+    |local| below), over the methods that ran on it, averaged over seeds; models with a
+    single method are left out.
 
-
-def agreement_panels(cells: pd.DataFrame, local_pairs: pd.DataFrame,
-                     global_pairs: pd.DataFrame) -> Panels:
-    """Per model of ``cells`` (one dataset's done cells): the local methods' matrix, and the
-    global one when a global method ran (local methods in it as mean |local|), both made
-    symmetric; models with neither are left out.
-
-    ``local_pairs`` are :func:`summarise_local` rows of the Spearman kind, ``global_pairs``
-    :func:`global_agreement` rows; both are averaged over seeds by :func:`agreement_matrix`.
+    ``local_pairs`` are :func:`summarise_local` rows, ``global_pairs`` :func:`global_agreement`
+    rows, of every dataset and model.
     """
-    rows = []
     dataset = cells["dataset"].iloc[0]
+    matrices = []
     for model, group in cells.groupby("model", sort=True):
+        methods = sorted(group["method"].unique())
+        if len(methods) < 2:
+            continue
         local = local_pairs[(local_pairs["dataset"] == dataset)
                             & (local_pairs["model"] == model)]
         pairs = global_pairs[(global_pairs["dataset"] == dataset)
                              & (global_pairs["model"] == model)]
-        panels = []
-        local_methods = sorted(group.loc[group["scope"] == "local", "method"].unique())
-        if len(local_methods) > 1 and not local.empty:
-            matrix = agreement_matrix(pairs.iloc[0:0], local, local_methods)
-            panels.append((LOCAL_AGREEMENT, _symmetric(matrix)))
-        if (group["scope"] == "global").any() and group["method"].nunique() > 1:
-            matrix = agreement_matrix(pairs, local.iloc[0:0], sorted(group["method"].unique()))
-            panels.append((GLOBAL_AGREEMENT, _symmetric(matrix)))
-        if panels:
-            rows.append((model, panels))
-    return rows
-
-
-def _symmetric(matrix: pd.DataFrame) -> pd.DataFrame:
-    """Fill the empty triangle of an :func:`agreement_matrix` with its mirror image."""
-    values = matrix.to_numpy(dtype=float)
-    return pd.DataFrame(np.where(np.isnan(values), values.T, values), index=matrix.index,
-                        columns=matrix.columns)
+        matrices.append((model, agreement_matrix(pairs, local, methods)))
+    return matrices
 
 
 def features_drawn(max_features, n_features: int) -> int:

@@ -10,15 +10,12 @@ Methods keep the colour :func:`reports.palette.method_colours` gives them in the
 from __future__ import annotations
 
 import textwrap
-import warnings
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.legend_handler import HandlerTuple
 from matplotlib.patches import Patch
-from matplotlib.transforms import ScaledTranslation
 
 from .base import new_figure, title_above, wrap_label
 from .summary import LOCAL_SUFFIX
@@ -154,92 +151,6 @@ def _method_of(label: str) -> str:
     return label.removesuffix(LOCAL_SUFFIX)
 
 
-def _mark_methods(ax, methods: list[str], colours: dict[str, str]) -> None:
-    """A square of each method's colour beside its row and under its column label (coloured
-    text would be unreadable for the light colours)."""
-    figure = ax.get_figure()
-    left = ax.get_yaxis_transform() + ScaledTranslation(-7 / 72, 0, figure.dpi_scale_trans)
-    below = ax.get_xaxis_transform() + ScaledTranslation(0, -7 / 72, figure.dpi_scale_trans)
-    centres = np.arange(len(methods)) + 0.5
-    shades = [colours.get(_method_of(m), NEUTRAL) for m in methods]
-    for transform, xs, ys in ((left, np.zeros(len(methods)), centres),
-                              (below, centres, np.zeros(len(methods)))):
-        ax.scatter(xs, ys, s=45, marker="s", c=shades, transform=transform, clip_on=False,
-                   edgecolors="#555555", linewidths=0.5)
-    ax.tick_params(axis="both", pad=14, labelsize=FONT_PT, length=0)
-
-
-def _label_inches(labels: list[str]) -> float:
-    """Room for tick labels at :data:`FONT_PT` (~0.075 in per character) and the colour mark."""
-    longest = max(len(line) for label in labels for line in label.split("\n"))
-    return 0.075 * longest + 0.45
-
-
-def _heatmap_lines(rows: list[tuple[str, list[tuple[str, pd.DataFrame]]]],
-                   cell: float) -> list[tuple[str, list[tuple[str, pd.DataFrame]]]]:
-    """A model's panels side by side when they fit in :data:`MAX_WIDTH_IN`, else one a line
-    (only the first line of a model carries its name)."""
-    lines = []
-    for heading, panels in rows:
-        width = sum(_label_inches(list(m.index)) + cell * len(m) + 0.3 for _, m in panels)
-        groups = [panels] if width <= MAX_WIDTH_IN else [[panel] for panel in panels]
-        lines += [(heading if k == 0 else "", group) for k, group in enumerate(groups)]
-    return lines
-
-
-def agreement_heatmaps(rows: list[tuple[str, list[tuple[str, pd.DataFrame]]]],
-                       colours: dict[str, str], title: str) -> Figure:
-    """Annotated method x method correlation matrices: a line of panels per model.
-
-    ``rows`` holds (model, [(panel title, matrix), ...]); each matrix is square, indexed by
-    method on both axes (NaN: not compared). Every cell of every panel has the same size, so
-    a matrix of 3 methods is drawn smaller than one of 6; a tick label sits beside a square of
-    its method's colour.
-    """
-    rows = [(h, [(t, m.rename(index=wrap_label, columns=wrap_label)) for t, m in panels])
-            for h, panels in rows]
-    largest = max(len(m) for _, panels in rows for _, m in panels)
-    cell = float(np.clip((MAX_WIDTH_IN - 2.5) / largest, 0.3, 0.55))
-    lines = _heatmap_lines(rows, cell)
-    heights = [0.7 + cell * max(len(m) for _, m in group)
-               + max(_label_inches(list(m.index)) for _, m in group) + 0.1
-               for _, group in lines]
-    widths = [sum(_label_inches(list(m.index)) + cell * len(m) + 0.3 for _, m in group)
-              for _, group in lines]
-    width, height = max(widths) + 0.2, sum(heights) + 0.5
-    n_panels = sum(len(group) for _, group in lines)
-    figure, axes = new_figure(nrows=n_panels, width=width, height=height / n_panels)
-    axes = iter(axes.ravel())
-    figure.text(0.5, 1 - 0.1 / height, title, ha="center", va="top", fontsize=FONT_PT + 1)
-    top = height - 0.5
-    for (heading, group), line_height in zip(lines, heights):
-        if heading:
-            figure.text(0.1 / width, (top - 0.05) / height, heading, ha="left", va="top",
-                        fontsize=FONT_PT + 1, weight="bold")
-        left = 0.0
-        for panel_title, matrix in group:
-            ax = next(axes)
-            left += _label_inches(list(matrix.index))
-            size = cell * len(matrix)
-            ax.set_position([left / width, (top - 0.7 - size) / height, size / width,
-                             size / height])
-            left += size + 0.3
-            with warnings.catch_warnings():
-                # seaborn 0.13 calls Colormap.set_bad, deprecated by matplotlib 3.11
-                warnings.simplefilter("ignore", PendingDeprecationWarning)
-                sns.heatmap(matrix, ax=ax, vmin=-1, vmax=1, center=0, cmap="vlag",
-                            annot=cell >= 0.42, fmt=".2f", cbar=False,
-                            annot_kws={"fontsize": FONT_PT}, linewidths=0.5,
-                            linecolor="white")
-            ax.set(xlabel="", ylabel="")
-            ax.tick_params(axis="x", labelrotation=90)
-            ax.tick_params(axis="y", labelrotation=0)
-            _mark_methods(ax, [m.replace("\n", "") for m in matrix.index], colours)
-            ax.set_title(panel_title, fontsize=FONT_PT, loc="left")
-        top -= line_height
-    return figure
-
-
 def k_lines(data: pd.DataFrame, colours: dict[str, str], title: str) -> Figure:
     """Correlation between two methods against K = max_features, one line per pair.
 
@@ -273,5 +184,5 @@ def k_lines(data: pd.DataFrame, colours: dict[str, str], title: str) -> Figure:
     return figure
 
 
-__all__ = ["FONT_PT", "agreement_heatmaps", "beeswarm", "importance_bars", "k_lines",
+__all__ = ["FONT_PT", "beeswarm", "importance_bars", "k_lines",
            "swarm_offsets"]

@@ -47,9 +47,18 @@ def _colour(value: float) -> str:
     return f"rgb({level},{level},255)" if value >= 0 else f"rgb(255,{level},{level})"
 
 
-def agreement_html(matrix: pd.DataFrame, colours: dict[str, str]) -> str:
+AGREEMENT_NOTE = (
+    '<p class="note">Above the diagonal: Spearman correlation of the global importances (local '
+    "methods as mean |local|); below: mean per-sample Spearman correlation of |local| "
+    "importances (Sutera et al. 2021, Table 4); blank: not compared. Means over datasets, "
+    'models and seeds; per dataset in the <a href="#section-correlation">Correlation</a> '
+    "section and the dataset sections.</p>")
+
+
+def agreement_html(matrix: pd.DataFrame, colours: dict[str, str],
+                   note: str = AGREEMENT_NOTE) -> str:
     """The matrix as an HTML table with numbered rows and columns, then the numbered methods
-    (in their figure colours)."""
+    (in their figure colours), then ``note``."""
     if matrix.empty:
         return "<p><em>Fewer than two methods finished on a common dataset.</em></p>"
     head = "".join(f'<th title="{html.escape(m)}">{k + 1}</th>'
@@ -64,12 +73,7 @@ def agreement_html(matrix: pd.DataFrame, colours: dict[str, str]) -> str:
         f'<li><span class="swatch" style="background:{colours.get(m, "#888")}"></span>'
         f"{html.escape(m)}</li>" for m in matrix.index)
     return (f'<table class="matrix"><tr><th></th>{head}</tr>{"".join(rows)}</table>'
-            f'<ol class="methods">{legend}</ol>'
-            '<p class="note">Above the diagonal: Spearman correlation of the global '
-            "importances (local methods as mean |local|); below: mean per-sample Spearman "
-            "correlation of |local| importances (Sutera et al. 2021, Table 4); blank: not "
-            "compared. Means over datasets, models and seeds; per dataset in the "
-            '<a href="#section-correlation">Correlation</a> section.</p>')
+            f'<ol class="methods">{legend}</ol>{note}')
 
 
 def trust_html(ranking: pd.DataFrame) -> str:

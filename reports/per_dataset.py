@@ -13,6 +13,7 @@ The range checks live in :mod:`reports.value_ranges`, the agreement tables in
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from dataclasses import dataclass, field
@@ -37,8 +38,9 @@ from .base import (
     write_csv,
 )
 from .correlation import global_agreement, local_correlations, local_matrix, summarise_local
-from .dataset_agreement import agreement_panels, k_table
-from .dataset_figures import agreement_heatmaps, beeswarm, importance_bars, k_lines
+from .dataset_agreement import agreement_by_model, k_table
+from .dataset_figures import beeswarm, importance_bars, k_lines
+from .first_screen import agreement_html
 from .palette import method_colours
 from .value_ranges import range_html, range_notes
 
@@ -48,9 +50,10 @@ MAX_SWARM_FEATURES = 12
 LOCAL_PREFERENCE = ("treeshap", "saabas", "local_mdi")
 SUMMED_OVER_CLASSES = "|value| summed over the classes"
 AGREEMENT_CAPTION = (
-    "Local methods: mean over the explained samples of the Spearman correlation of |local| "
-    "(Sutera et al. 2021, Table 4); global: Spearman correlation of the global importances, "
-    "local methods as mean |local|. Means over seeds; blank: not compared.")
+    '<p class="note">Above the diagonal: Spearman correlation of the global importances, '
+    "local methods as mean |local|; below: mean over the explained samples of the Spearman "
+    "correlation of |local| (Sutera et al. 2021, Table 4). Means over seeds; blank: not "
+    "compared.</p>")
 K_CAPTION = ("One line per pair of methods (colour of the first, dashed with the colour of the "
              "second), one point per model; means over seeds.")
 
@@ -128,12 +131,14 @@ def dataset_section(results: RunResults, dataset: str, cells: pd.DataFrame,
         swarm = beeswarm(dots, f"{dataset}: {method} local values, seed {seed}{summed}")
         parts.append(add_figure(swarm, "local", _swarm_caption(dots)))
 
-    panels = agreement_panels(cells, context.local_pairs, context.global_pairs)
-    if panels:
-        heatmaps = agreement_heatmaps(panels, context.colours,
-                                      f"{dataset}: agreement, mean over seeds")
-        parts += ["<h3>Agreement between methods</h3>",
-                  add_figure(heatmaps, "agreement", AGREEMENT_CAPTION)]
+    matrices = agreement_by_model(cells, context.local_pairs, context.global_pairs)
+    if matrices:
+        parts.append("<h3>Agreement between methods</h3>")
+        add_csv(pd.concat([m.reset_index(names="method").assign(model=model)
+                           for model, m in matrices]), "agreement")
+        parts += [f"<h4>{html.escape(model)}</h4>"
+                  + agreement_html(matrix, context.colours, AGREEMENT_CAPTION)
+                  for model, matrix in matrices]
     moves = k_table(results, cells, context.local_pairs, context.global_pairs)
     if not moves.empty:
         lines = k_lines(moves, context.colours, f"{dataset}: agreement against K")

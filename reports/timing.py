@@ -43,6 +43,10 @@ def timing_table(results: RunResults) -> pd.DataFrame:
     predict time is 0 or missing), the model's ``fit_time`` (s) and the cell's ``p_*``
     parameters (for scaling with n, p and the number of trees).
     """
+    return results.derived("timing_table", _timing_table)
+
+
+def _timing_table(results: RunResults) -> pd.DataFrame:
     cells = done_cells(results)
     if cells.empty:
         return pd.DataFrame(columns=TIMING_COLUMNS)

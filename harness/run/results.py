@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,7 @@ class RunResults:
     models: pd.DataFrame
     store: Store
     _cells_table: pd.DataFrame | None = field(default=None, repr=False)
+    _derived: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, folder: str | Path) -> RunResults:
@@ -48,6 +50,13 @@ class RunResults:
         keep = [c for c in cells.columns if c not in ("vals", "std", "base_values",
                                                       "sample_index")]
         return cls(Path(folder), cells[keep], models, store)
+
+    def derived(self, name: str, build: Callable[[RunResults], pd.DataFrame]) -> pd.DataFrame:
+        """A table computed from this run by ``build(self)``, built once per opened run and
+        shared by every report that asks for it under ``name`` (a copy is returned)."""
+        if name not in self._derived:
+            self._derived[name] = build(self)
+        return self._derived[name].copy()
 
     def done(self) -> pd.DataFrame:
         return self.cells[self.cells["status"] == "done"]

@@ -213,7 +213,7 @@ def test_figures_are_readable_at_their_natural_size(built):
     _, _, figures = built
     assert {path.name for _, path in figures} >= {
         "dataset_iris_importances.png", "dataset_iris_local.png",
-        "dataset_iris_agreement.png", "dataset_iris_k.png", "dataset_plain_local.png"}
+        "dataset_iris_k.png", "dataset_plain_local.png"}
     for figure, path in figures:
         sizes = [text.get_fontsize() for text in figure.findobj(matplotlib.text.Text)
                  if text.get_visible() and text.get_text().strip()]
