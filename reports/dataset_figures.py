@@ -23,6 +23,8 @@ from .summary import LOCAL_SUFFIX
 FONT_PT = 9
 MAX_WIDTH_IN = 11.0
 NEUTRAL = "#888888"
+#: Methods drawn as bars per feature; more are drawn as dots (:func:`importance_bars`)
+MAX_BAR_METHODS = 6
 
 
 def _grid(n_panels: int, width: float, height: float, wspace: float = 0.45,
@@ -50,12 +52,15 @@ def importance_bars(table: pd.DataFrame, features: list[str], colours: dict[str,
 
     ``table`` has columns ``model``, ``method``, ``feature``, ``normalised`` and
     ``normalised_std`` (NaN: no error bar); ``features`` are drawn top to bottom in the given
-    order, one bar per method within each feature, in the method's colour.
+    order, one bar per method within each feature, in the method's colour. Beyond
+    ``MAX_BAR_METHODS`` methods, a dot with its error bar per method replaces the bar, closer
+    together, so that a grid of 18 methods keeps a figure that fits the screen's height.
     """
     models = sorted(table["model"].unique())
     methods = sorted(table["method"].unique())
-    bar = 0.075  # inches per bar: 6 methods x 15 features stay under 9 inches
-    height = max(2.2, len(features) * (bar * len(methods) + 0.2))
+    dots = len(methods) > MAX_BAR_METHODS
+    per_method = 0.03 if dots else 0.075  # inches: 6 methods x 15 features under 9 inches
+    height = max(2.2, len(features) * (per_method * len(methods) + 0.2))
     # shared axes: the same features in the same order, on the same normalised scale
     figure, axes = _grid(len(models), width=4.0, height=height, wspace=0.08, share=True)
     step = 0.8 / len(methods)
@@ -68,9 +73,15 @@ def importance_bars(table: pd.DataFrame, features: list[str], colours: dict[str,
                 continue
             y = own["feature"].map(rows).to_numpy() - 0.4 + (m + 0.5) * step
             error = own["normalised_std"].to_numpy(dtype=float)
-            ax.barh(y, own["normalised"], height=step * 0.9, color=colours.get(method, NEUTRAL),
-                    xerr=np.where(np.isfinite(error), error, 0.0),
-                    error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "#333333"})
+            error = np.where(np.isfinite(error), error, 0.0)
+            if dots:
+                ax.errorbar(own["normalised"], y, xerr=error, fmt="o", markersize=4,
+                            color=colours.get(method, NEUTRAL), markeredgecolor="black",
+                            markeredgewidth=0.3, elinewidth=0.8, ecolor="#333333")
+            else:
+                ax.barh(y, own["normalised"], height=step * 0.9,
+                        color=colours.get(method, NEUTRAL), xerr=error,
+                        error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "#333333"})
         ax.set_yticks(range(len(features)), [wrap_label(f, 20) for f in features])
         ax.set_ylim(len(features) - 0.5, -0.5)  # the most important feature on top
         ax.axvline(0, color="black", linewidth=0.6)

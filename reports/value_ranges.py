@@ -88,11 +88,19 @@ def range_notes(results: RunResults, cells: pd.DataFrame) -> list[str]:
     return notes
 
 
+#: Range notes shown open under a dataset's importances; more are collapsed
+SHOWN_NOTES = 5
+
+
 def range_html(notes: list[str]) -> list[str]:
     """The notes as HTML paragraphs (class ``range-note``), after one line on how to read them."""
     if not notes:
         return []
+    shown = [f'<p class="range-note">{html.escape(note)}</p>' for note in notes]
+    if len(shown) > SHOWN_NOTES:  # the first ones open, the rest one click away
+        shown[SHOWN_NOTES:] = [f"<details><summary>{len(shown) - SHOWN_NOTES} more values "
+                               "outside their range</summary>" + "".join(shown[SHOWN_NOTES:])
+                               + "</details>"]
     return ['<p class="note">Values outside the range of the population quantity their method '
             "estimates (every seed checked): such an estimate is noise (within about 2 std of "
-            "the bound) or bias. ± : the std the method returned.</p>",
-            *(f'<p class="range-note">{html.escape(note)}</p>' for note in notes)]
+            "the bound) or bias. ± : the std the method returned.</p>", *shown]
