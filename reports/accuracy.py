@@ -35,6 +35,7 @@ from .base import (
     wrap_label,
     write_csv,
 )
+from .palette import method_colours
 
 SCORE_COLUMNS = [*GROUP, "task", "score", "score_name", "n_train", "n_test", "n_features",
                  "fit_time"]
@@ -245,7 +246,9 @@ def _truth_frame(results: RunResults, cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def _truth_bars(results: RunResults, out_dir: Path) -> list[Path]:
-    """Per dataset with a global truth: normalised importances next to the normalised truth."""
+    """Per dataset with a global truth: normalised importances next to the normalised truth,
+    each method in its colour of every figure, the truths in greys."""
+    colours = method_colours(results.cells["method"])
     paths = []
     for dataset, cells in done_cells(results).groupby("dataset", sort=True):
         data = _truth_frame(results, cells)
@@ -255,16 +258,22 @@ def _truth_bars(results: RunResults, out_dir: Path) -> list[Path]:
         # mean over seeds here, so that seaborn only draws bars
         data = (data.groupby(["model", "feature", "measure"], sort=False)
                 ["normalised importance"].mean().reset_index())
-        data["measure"] = data["measure"].map(wrap_label)
+        labels = dict(zip(data["measure"], data["measure"].map(wrap_label)))
+        data["measure"] = data["measure"].map(labels)
         models = sorted(data["model"].unique())
         measures = sorted(data["measure"].unique(), key=lambda m: (not m.startswith("truth"), m))
+        greys = iter(["#000000", "#555555", "#999999", "#cccccc"] * len(measures))
+        palette = {label: next(greys) if raw.startswith("truth")
+                   else colours.get(raw.removesuffix(" (mean |local|)"), "#888888")
+                   for raw, label in labels.items()}
         figure, axes = new_figure(nrows=len(models), height=3.8,
                                   width=min(MAX_WIDTH_IN - 3.0,
                                             0.12 * len(order) * len(measures) + 2.5))
         for i, (ax, model) in enumerate(zip(axes[:, 0], models)):
             sns.barplot(data=data[data["model"] == model], x="feature",
                         y="normalised importance", hue="measure", order=order,
-                        hue_order=measures, errorbar=None, ax=ax, legend=i == 0)
+                        hue_order=measures, palette=palette, errorbar=None, ax=ax,
+                        legend=i == 0)
             ax.set_title(f"{dataset} | {model}: sum |v| = 1, mean over seeds", fontsize=FONT_PT)
         if axes[0, 0].get_legend() is not None:
             sns.move_legend(axes[0, 0], "upper left", bbox_to_anchor=(1.01, 1),
