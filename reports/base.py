@@ -146,17 +146,25 @@ def write_csv(frame: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+#: Tables longer than this are collapsed under a one-line summary (one click opens them)
+OPEN_ROWS = 20
+
+
 def table_html(frame: pd.DataFrame, max_rows: int = 500) -> str:
-    """An escaped HTML table of ``frame`` (floats with 4 significant digits)."""
+    """An escaped HTML table of ``frame`` (floats with 4 significant digits); beyond
+    ``OPEN_ROWS`` rows it is collapsed, so that the page stays short enough to scan."""
     if frame.empty:
         return "<p><em>No rows.</em></p>"
-    note = ""
-    if len(frame) > max_rows:
-        note = f"<p><em>First {max_rows} of {len(frame)} rows; see the CSV.</em></p>"
+    n_rows, note = len(frame), ""
+    if n_rows > max_rows:
+        note = f"<p><em>First {max_rows} of {n_rows} rows; see the CSV.</em></p>"
         frame = frame.head(max_rows)
-    return note + ('<div class="table-wrap">'
-                   + frame.to_html(index=False, na_rep="", float_format="{:.4g}".format,
-                                   border=0, classes="table") + "</div>")
+    table = note + ('<div class="table-wrap">'
+                    + frame.to_html(index=False, na_rep="", float_format="{:.4g}".format,
+                                    border=0, classes="table") + "</div>")
+    if n_rows <= OPEN_ROWS:
+        return table
+    return f"<details><summary>Table of {n_rows} rows (open)</summary>{table}</details>"
 
 
 def new_figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 4.0,
