@@ -17,16 +17,21 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from harness.core.errors import BadInputError
-from harness.forest.compact import PathForest, compact_forest
 from harness.forest.flat import FlatTree
-from harness.forest.inbag import InBag
-from harness.forest.packed import PackedForest, apply_packed, pack_trees, packed_output
 from harness.forest.sklearn import SklearnForestAdapter
+
+if TYPE_CHECKING:
+    from harness.forest.compact import PathForest
+    from harness.forest.inbag import InBag
+    from harness.forest.packed import PackedForest
+
+# The derived forms live in modules that define numba kernels; they are imported where a form
+# is first built, so that ``import harness`` (and every CLI start) does not load numba.
 
 
 class ForestAdapter(Protocol):
@@ -117,16 +122,22 @@ class ForestView:
     @cached_property
     def packed(self) -> PackedForest:
         """All trees as contiguous arrays, the form most kernels read."""
+        from harness.forest.packed import pack_trees
+
         return pack_trees(self.trees, self.n_features, self.classifier)
 
     @cached_property
     def paths(self) -> PathForest:
         """The compact form the path walks read (int32 ids, float32 thresholds)."""
+        from harness.forest.compact import compact_forest
+
         return compact_forest(self.packed)
 
     @cached_property
     def inbag(self) -> InBag:
         """In-bag counts (n_training_rows, n_trees); every row once without bootstrap."""
+        from harness.forest.inbag import InBag
+
         return InBag(self._adapter.inbag_counts(self._source()))
 
     def build(self, *forms: str) -> ForestView:
@@ -137,10 +148,14 @@ class ForestView:
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Local leaf id of every row in every tree, (n, n_trees)."""
+        from harness.forest.packed import apply_packed
+
         return apply_packed(self.packed, X)
 
     def output(self, X: np.ndarray) -> np.ndarray:
         """Mean over trees of the tree outputs, (n, n_values)."""
+        from harness.forest.packed import packed_output
+
         return packed_output(self.packed, X)
 
 

@@ -77,3 +77,15 @@ def test_an_attribute_read_is_seen(tmp_path):
     source = tmp_path / "bad.py"
     source.write_text("def f(model):\n    return model.estimators_[0].tree_.feature\n")
     assert _attributes_read(source) & SKLEARN_TREE_ATTRIBUTES == {"estimators_", "tree_"}
+
+
+def test_importing_harness_does_not_load_numba():
+    """Start-up: ``import harness`` (and so every CLI command) loads no kernel machinery; the
+    forest view imports its numba-backed forms where it first builds them."""
+    import subprocess
+    import sys
+
+    code = "import sys, harness; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == "False"
