@@ -26,6 +26,7 @@ from .base import (
     done_cells,
     global_label,
     global_views,
+    method_of_label,
     new_figure,
     normalise_l1,
     rowwise_pearson,
@@ -35,7 +36,7 @@ from .base import (
     wrap_label,
     write_csv,
 )
-from .palette import method_colours
+from .palette import run_colours
 
 SCORE_COLUMNS = [*GROUP, "task", "score", "score_name", "n_train", "n_test", "n_features",
                  "fit_time"]
@@ -248,7 +249,7 @@ def _truth_frame(results: RunResults, cells: pd.DataFrame) -> pd.DataFrame:
 def _truth_bars(results: RunResults, out_dir: Path) -> list[Path]:
     """Per dataset with a global truth: normalised importances next to the normalised truth,
     each method in its colour of every figure, the truths in greys."""
-    colours = method_colours(results.cells["method"])
+    colours = run_colours(results)
     paths = []
     for dataset, cells in done_cells(results).groupby("dataset", sort=True):
         data = _truth_frame(results, cells)
@@ -264,7 +265,7 @@ def _truth_bars(results: RunResults, out_dir: Path) -> list[Path]:
         measures = sorted(data["measure"].unique(), key=lambda m: (not m.startswith("truth"), m))
         greys = iter(["#000000", "#555555", "#999999", "#cccccc"] * len(measures))
         palette = {label: next(greys) if raw.startswith("truth")
-                   else colours.get(raw.removesuffix(" (mean |local|)"), "#888888")
+                   else colours.get(method_of_label(raw), "#888888")
                    for raw, label in labels.items()}
         figure, axes = new_figure(nrows=len(models), height=3.8,
                                   width=min(MAX_WIDTH_IN - 3.0,

@@ -7,6 +7,7 @@ leaves figures registered in pyplot's global state.
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,9 +101,18 @@ def global_views(results: RunResults, cells: pd.DataFrame) -> dict[str, np.ndarr
             for key, scope in zip(cells["key"], cells["scope"])}
 
 
+#: How a local method is marked among global views (it is summarised as mean |local|)
+LOCAL_SUFFIX = " (mean |local|)"
+
+
 def global_label(method: str, scope: str) -> str:
     """How a cell is named among global views: its method, marked when summarising locals."""
-    return method if scope == "global" else f"{method} (mean |local|)"
+    return method if scope == "global" else f"{method}{LOCAL_SUFFIX}"
+
+
+def method_of_label(label: str) -> str:
+    """The method of a :func:`global_label`."""
+    return label.removesuffix(LOCAL_SUFFIX)
 
 
 def _constant_rows(x: np.ndarray) -> np.ndarray:
@@ -231,8 +241,6 @@ def png_min_font_px(path: Path) -> float | None:
 def figure_html(path: Path, caption: str | None = None) -> str:
     """A figure of the page: the PNG linked to itself, its caption, and the size of its
     smallest text at natural size (``data-min-font-px``, from :func:`save_figure`)."""
-    import html
-
     name = html.escape(path.name)
     text = html.escape(caption if caption is not None else path.name)
     smallest = png_min_font_px(path) if path.is_file() else None

@@ -136,6 +136,13 @@ def summarise_local(per_sample: pd.DataFrame) -> pd.DataFrame:
     return summary.reset_index()[SUMMARY_COLUMNS]
 
 
+def local_summary(results: RunResults) -> pd.DataFrame:
+    """:func:`summarise_local` of the run's :func:`local_correlations`, computed once per
+    report build and shared by the reports that show it."""
+    return results.derived("local_summary",
+                           lambda run: summarise_local(local_correlations(run)))
+
+
 def _rank_correlations(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", stats.ConstantInputWarning)
@@ -281,7 +288,7 @@ def build(results: RunResults, out_dir: Path) -> ReportSection:
     """
     out_dir = Path(out_dir)
     per_sample = local_correlations(results)
-    summary = summarise_local(per_sample)
+    summary = local_summary(results)
     agreement = global_agreement(results)
     csvs = [write_csv(per_sample, out_dir / "correlation_local_per_sample.csv"),
             write_csv(summary, out_dir / "correlation_local_summary.csv"),

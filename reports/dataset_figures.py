@@ -17,8 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.legend_handler import HandlerTuple
 from matplotlib.patches import Patch
 
-from .base import new_figure, title_above, wrap_label
-from .summary import LOCAL_SUFFIX
+from .base import method_of_label, new_figure, title_above, wrap_label
 
 FONT_PT = 9
 MAX_WIDTH_IN = 11.0
@@ -158,10 +157,6 @@ def beeswarm(dots: pd.DataFrame, title: str) -> Figure:
     return figure
 
 
-def _method_of(label: str) -> str:
-    return label.removesuffix(LOCAL_SUFFIX)
-
-
 def k_lines(data: pd.DataFrame, colours: dict[str, str], title: str) -> Figure:
     """Correlation between two methods against K = max_features, one line per pair.
 
@@ -176,10 +171,12 @@ def k_lines(data: pd.DataFrame, colours: dict[str, str], title: str) -> Figure:
         handles, names = [], []
         for (a, b), line in part.groupby(["method_a", "method_b"], sort=True):
             line = line.sort_values("k")
-            solid = ax.plot(line["k"], line["correlation"], color=colours.get(_method_of(a),
-                            NEUTRAL), linewidth=3, marker="o", markersize=5)[0]
-            dashed = ax.plot(line["k"], line["correlation"], color=colours.get(_method_of(b),
-                             NEUTRAL), linewidth=3, linestyle=(0, (2, 2)))[0]
+            colour_a = colours.get(method_of_label(a), NEUTRAL)
+            colour_b = colours.get(method_of_label(b), NEUTRAL)
+            solid = ax.plot(line["k"], line["correlation"], color=colour_a, linewidth=3,
+                            marker="o", markersize=5)[0]
+            dashed = ax.plot(line["k"], line["correlation"], color=colour_b, linewidth=3,
+                             linestyle=(0, (2, 2)))[0]
             handles.append((solid, dashed))
             names.append(f"{a} vs {b}")
         ax.set_xticks(sorted(part["k"].unique()))

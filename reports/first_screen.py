@@ -19,8 +19,7 @@ from harness.run.results import RunResults
 
 from .accuracy import target_summary, target_table, truth_comparison
 from .base import FONT_PT, new_figure, png_min_font_px, save_figure, write_csv
-from .correlation import global_agreement, local_correlations, summarise_local
-from .palette import method_colours
+from .correlation import global_agreement, local_summary
 from .summary import agreement_matrix, cost_table, trust_ranking
 from .timing import timing_table
 
@@ -143,7 +142,7 @@ def build_first_screen(results: RunResults, out_dir: Path,
                        colours: dict[str, str]) -> tuple[str, list[Path]]:
     """The three panels' HTML and the files they wrote (CSV tables and the cost figure)."""
     matrix = agreement_matrix(global_agreement(results),
-                              summarise_local(local_correlations(results)))
+                              local_summary(results))
     ranking = trust_ranking(truth_comparison(results), target_summary(target_table(results)))
     cost = cost_table(timing_table(results), ranking)
     files = [write_csv(matrix.reset_index(names="method"), out_dir / "summary_agreement.csv"),
@@ -172,4 +171,4 @@ def build_first_screen(results: RunResults, out_dir: Path,
     return f'<div class="panels">{body}</div>', files
 
 
-__all__ = ["build_first_screen", "grid_line", "method_colours"]
+__all__ = ["agreement_html", "build_first_screen", "grid_line"]

@@ -25,7 +25,7 @@ from harness.run.results import RunResults
 
 from .base import FIGURE_STYLE, ReportSection, figure_html, slug, table_html, write_csv
 from .first_screen import build_first_screen, grid_line
-from .palette import method_colours
+from .palette import run_colours
 
 #: A report writes its files into the folder and returns its section of the page, or several
 #: sections (e.g. one per dataset), each with its own heading and sidebar link.
@@ -236,7 +236,7 @@ def build_reports(out: Path, reports: Mapping[str, ReportBuilder] | None = None)
     try:
         with matplotlib.rc_context(FIGURE_STYLE):  # every figure's text at FONT_PT or more
             cells = results.cells
-            colours = method_colours(cells["method"]) if not cells.empty else {}
+            colours = run_colours(results)
             summary = _run_safely("Summary",
                                   lambda r, o: _first_screen_section(r, o, colours),
                                   results, out)

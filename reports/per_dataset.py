@@ -37,11 +37,11 @@ from .base import (
     table_html,
     write_csv,
 )
-from .correlation import global_agreement, local_correlations, local_matrix, summarise_local
+from .correlation import global_agreement, local_matrix, local_summary
 from .dataset_agreement import agreement_by_model, k_table
 from .dataset_figures import beeswarm, importance_bars, k_lines
 from .first_screen import agreement_html
-from .palette import method_colours
+from .palette import run_colours
 from .value_ranges import range_html, range_notes
 
 MAX_BAR_FEATURES = 15
@@ -80,8 +80,8 @@ def build(results: RunResults, out_dir: Path) -> list[ReportSection]:
     cells = results.cells_table()
     if cells.empty:
         return []
-    local_pairs = summarise_local(local_correlations(results))
-    context = RunContext(method_colours(cells["method"]),
+    local_pairs = local_summary(results)
+    context = RunContext(run_colours(results),
                          local_pairs[local_pairs["correlation"] == "spearman"],
                          global_agreement(results))
     done = done_cells(results)

@@ -18,12 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-LOCAL_SUFFIX = " (mean |local|)"
-
-
-def _method_of(label: str) -> str:
-    """The method of a global-agreement label (local methods are summarised as mean |local|)."""
-    return label.removesuffix(LOCAL_SUFFIX)
+from .base import method_of_label
 
 
 def agreement_matrix(global_pairs: pd.DataFrame, local_pairs: pd.DataFrame,
@@ -49,8 +44,8 @@ def agreement_matrix(global_pairs: pd.DataFrame, local_pairs: pd.DataFrame,
         groups of the mean per-sample Spearman correlation of |local| (NaN unless both are
         local), 1 on the diagonal.
     """
-    global_pairs = global_pairs.assign(method_a=global_pairs["method_a"].map(_method_of),
-                                       method_b=global_pairs["method_b"].map(_method_of))
+    global_pairs = global_pairs.assign(method_a=global_pairs["method_a"].map(method_of_label),
+                                       method_b=global_pairs["method_b"].map(method_of_label))
     local = local_pairs[local_pairs["correlation"] == "spearman"] if len(local_pairs) else \
         local_pairs
     if methods is None:

@@ -27,7 +27,7 @@ from .base import (
     wrap_label,
     write_csv,
 )
-from .palette import method_colours
+from .palette import run_colours
 
 TIMING_COLUMNS = [
     "key", *GROUP, "method", "method_name", "scope", "n_explained", "time_explain",
@@ -101,7 +101,7 @@ def build(results: RunResults, out_dir: Path) -> ReportSection:
     out_dir = Path(out_dir)
     table = timing_table(results)
     csvs = [write_csv(table, out_dir / "timing.csv")]
-    figures = _ratio_figure(table, out_dir, method_colours(results.cells["method"]))
+    figures = _ratio_figure(table, out_dir, run_colours(results))
     summary = (table.groupby(["dataset", "model", "method"], sort=True)
                [["time_explain", "time_per_sample", "ratio_to_predict", "fit_time"]]
                .median().reset_index() if not table.empty else table)
