@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import os
 import pydoc
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,10 +22,12 @@ import harness
 from harness.cli.main import main
 from harness.reports.targets import base as reproduce
 from harness.reports.targets.base import Target, TargetContext, TargetPage
+from tests._support.cli_outcome import check_stderr
 
 #: a grid of one quick cell, run in this process; a row's own -d / --model / -m replace these
 BASE = {"-d": ["iris"], "--model": ["extra_trees[n_estimators=5]"], "-m": ["mdi"],
         "--executor": ["inprocess"]}
+
 
 
 def _compare_argv(extra: list[str]) -> list[str]:
@@ -95,12 +96,7 @@ COMPARE_ROWS = [
                          ids=[" ".join(row[0]) or "empty" for row in COMPARE_ROWS])
 def test_compare_options(work, capsys, extra, code, words, after):
     assert main(_compare_argv(extra)) == code
-    err = capsys.readouterr().err
-    for word in words:
-        assert word in err, (word, err)
-    if code == 2:
-        assert len(err.strip().splitlines()) == 1, err
-        assert re.match(r"harness( compare)?: error: ", err), err  # ours, or argparse's
+    check_stderr(capsys.readouterr().err, code, words)
     assert sorted(os.listdir(work)) == after
 
 

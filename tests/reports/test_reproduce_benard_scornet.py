@@ -6,23 +6,20 @@ import numpy as np
 import pytest
 
 from harness.datasets.scornet_sqrt import sqrt_weights_truth
-from harness.reports.targets.base import VERDICTS, reproduce
+from harness.reports.targets.base import VERDICTS
 from harness.reports.targets.benard2022_sobol_mda import PUBLISHED
-from tests._support.gallery_pages import cell_timestamps, page_header, page_rows
+from tests._support.gallery_pages import cell_timestamps, page_records, quick_gallery
 
 TARGETS = ["benard2022-sobol-mda", "scornet-mdi-bias"]
 
 
 def _rows(gallery, name: str) -> list[dict[str, str]]:
-    text = (gallery / f"{name}.md").read_text()
-    return [dict(zip(page_header(text), row, strict=True)) for row in page_rows(text)]
+    return page_records((gallery / f"{name}.md").read_text())
 
 
 @pytest.fixture(scope="module")
 def gallery(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("gallery")
-    reproduce(TARGETS, quick=True, gallery=folder, store_root=folder / "runs")
-    return folder
+    return quick_gallery(tmp_path_factory.mktemp("gallery"), TARGETS)
 
 
 def test_pages_figures_and_index(gallery):
@@ -116,5 +113,5 @@ def test_rerun_reuses_every_stored_cell(gallery, name):
     store = gallery / "runs" / f"{name}-quick"
     created = cell_timestamps(store)
     assert created
-    reproduce([name], quick=True, gallery=gallery, store_root=gallery / "runs")
+    quick_gallery(gallery, [name])
     assert cell_timestamps(store) == created

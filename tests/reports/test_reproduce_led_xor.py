@@ -7,17 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from harness.reports.targets.base import reproduce
 from harness.reports.targets.louppe2013_led import PUBLISHED
-from tests._support.gallery_pages import cell_timestamps, page_rows
+from tests._support.gallery_pages import cell_timestamps, page_rows, quick_gallery
 
 
 @pytest.fixture(scope="module")
 def gallery(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("gallery")
-    reproduce(["louppe2013-led", "geurts-xor"], quick=True, gallery=folder,
-              store_root=folder / "runs")
-    return folder
+    return quick_gallery(tmp_path_factory.mktemp("gallery"), ["louppe2013-led", "geurts-xor"])
 
 
 def test_led_page_thm1_column_is_the_truncated_exact_value(gallery):
@@ -53,7 +49,7 @@ def test_led_forests_agree_with_the_exact_sklearn_rule(gallery):
 def test_rerun_reuses_every_stored_cell(gallery):
     store = gallery / "runs" / "louppe2013-led-quick"
     created = cell_timestamps(store)
-    reproduce(["louppe2013-led"], quick=True, gallery=gallery, store_root=gallery / "runs")
+    quick_gallery(gallery, ["louppe2013-led"])
     assert cell_timestamps(store) == created
 
 

@@ -13,9 +13,9 @@ import math
 import pandas as pd
 import pytest
 
-from harness.reports.targets.base import VERDICTS, reproduce
+from harness.reports.targets.base import VERDICTS
 from harness.reports.targets.sutera2021_table4 import PUBLISHED, Z_LIMIT
-from tests._support.gallery_pages import cell_timestamps, page_header, page_rows
+from tests._support.gallery_pages import cell_timestamps, page_header, page_rows, quick_gallery
 
 NAMES = ["sutera2021-table4", "sutera2021-fig1", "sutera2021-fig2", "sutera2021-fig3"]
 STORES = ["sutera2021-local-quick", "sutera2021-fig1-quick"]
@@ -27,9 +27,7 @@ def _table(page_text: str) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def gallery(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("gallery")
-    reproduce(NAMES, quick=True, gallery=folder, store_root=folder / "runs")
-    return folder
+    return quick_gallery(tmp_path_factory.mktemp("gallery"), NAMES)
 
 
 def test_pages_summaries_and_figures(gallery):
@@ -137,6 +135,6 @@ def test_fig3_exact_checks(gallery):
 def test_rerun_reuses_every_stored_cell(gallery):
     before = {store: cell_timestamps(gallery / "runs" / store) for store in STORES}
     assert all(before.values())
-    reproduce(NAMES, quick=True, gallery=gallery, store_root=gallery / "runs")
+    quick_gallery(gallery, NAMES)
     after = {store: cell_timestamps(gallery / "runs" / store) for store in STORES}
     assert after == before
