@@ -26,11 +26,12 @@ from typing import ClassVar
 import pandas as pd
 
 from harness.core import registry
+from harness.reports.targets.published import PUBLISHED, SOURCES, by_target
+from harness.reports.targets.verdict import RULE, VERDICTS, page_verdict
 from harness.run.results import RunResults
 
 #: name -> "module:Class" of every built-in target (kept in the registry)
 TARGETS = registry.BUILTIN_TARGETS
-VERDICTS = ("reproduced", "reproduced within Monte-Carlo error", "deviates")
 #: where a run writes its pages
 DEFAULT_GALLERY = Path("runs/reproduce/gallery")
 #: the gallery committed with the project (full-scale runs), refreshed on request only
@@ -69,7 +70,14 @@ class TargetContext:
 
 @dataclass
 class TargetPage:
-    """What a target reports (see the module docstring)."""
+    """What a target reports (see the module docstring).
+
+    ``results`` maps each published result the target reproduces (its key in
+    :data:`harness.reports.targets.published.PUBLISHED`) to its verdict under the gallery's rule
+    (:mod:`harness.reports.targets.verdict`); ``verdict`` is the worst of them. ``assumptions``
+    lists every reading of the source the page had to choose (the index prints them next to the
+    page).
+    """
 
     table: pd.DataFrame
     worst: str
@@ -77,6 +85,8 @@ class TargetPage:
     scale: str
     figures: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    results: dict[str, str] = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
 
 
 class Target:
@@ -112,42 +122,85 @@ def load_target(name: str) -> Target:
     return registry.load_target(name)
 
 
-def write_page(target: Target, page: TargetPage, gallery: Path) -> Path:
-    """Write ``<name>.md`` (and a ``<name>.json`` summary for the index) into ``gallery``."""
+def check_results(target: Target, page: TargetPage) -> dict[str, str]:
+    """The verdict of each published result of ``target``, checked against the catalogue.
+
+    A built-in target must judge exactly the results the catalogue gives it, and its page
+    verdict must be the worst of them; a page that judges its results together (no
+    ``results``) gives each of them the page verdict.
+    """
     if page.verdict not in VERDICTS:
         raise ValueError(f"verdict must be one of {VERDICTS}; got {page.verdict!r}")
+    expected = [result.key for result in by_target().get(target.name, [])]
+    results = dict(page.results) or dict.fromkeys(expected, page.verdict)
+    if expected and set(results) != set(expected):
+        raise ValueError(
+            f"target {target.name!r} must give a verdict for each of its published results "
+            f"{sorted(expected)}; got {sorted(results)}")
+    if results and page.verdict != page_verdict(results.values()):
+        raise ValueError(
+            f"target {target.name!r}: the page verdict must be the worst of its results' "
+            f"({page_verdict(results.values())!r}); got {page.verdict!r}")
+    return results
+
+
+def write_page(target: Target, page: TargetPage, gallery: Path) -> Path:
+    """Write ``<name>.md`` (and a ``<name>.json`` summary for the index) into ``gallery``."""
+    results = check_results(target, page)
     gallery.mkdir(parents=True, exist_ok=True)
     lines = [f"# {target.title}", "", f"Source: {target.source}", "",
              f"Scale: {page.scale}", "", f"**Verdict: {page.verdict}.** Worst deviation: "
              f"{page.worst}", "", markdown_table(page.table), ""]
     for figure in page.figures:
         lines += [f"![{figure.stem}]({figure.name})", ""]
+    if page.assumptions:
+        lines += ["## Assumptions", ""] + [f"- {item}" for item in page.assumptions] + [""]
     if page.notes:
         lines += ["## Notes", ""] + [f"- {note}" for note in page.notes] + [""]
     path = gallery / f"{target.name}.md"
     path.write_text("\n".join(lines))
     summary = {"name": target.name, "title": target.title, "verdict": page.verdict,
-               "worst": page.worst, "scale": page.scale}
+               "worst": page.worst, "scale": page.scale, "results": results,
+               "assumptions": page.assumptions}
     (gallery / f"{target.name}.json").write_text(json.dumps(summary, indent=1))
     write_index(gallery)
     return path
 
 
 def write_index(gallery: Path) -> Path:
-    """``index.md``: every target written so far, its worst deviation and verdict."""
-    rows = [json.loads(path.read_text()) for path in sorted(gallery.glob("*.json"))]
+    """``index.md``: the verdict rule, every page written so far (verdict, worst deviation,
+    scale, assumptions) and every published result of the sources with its page's verdict."""
+    pages = {row["name"]: row for row in
+             (json.loads(path.read_text()) for path in sorted(gallery.glob("*.json")))}
     lines = ["# Reproduction gallery", "",
              f"Regenerate the committed gallery ({COMMITTED_GALLERY}) with "
              "`python -m harness reproduce all --gallery`; without `--gallery` the pages go "
-             f"to {DEFAULT_GALLERY}.", "",
-             "| target | verdict | worst deviation | scale |", "|---|---|---|---|"]
-    for row in rows:
-        worst, scale = (str(row[key]).replace("|", "\\|") for key in ("worst", "scale"))
+             f"to {DEFAULT_GALLERY}.", "", RULE, "## Pages", "",
+             "| target | verdict | worst deviation | scale | assumptions |",
+             "|---|---|---|---|---|"]
+    for row in pages.values():
+        worst, scale = (_cell(row[key]) for key in ("worst", "scale"))
+        assumptions = "<br>".join(_cell(item) for item in row.get("assumptions", [])) or "none"
         lines.append(f"| [{row['name']}]({row['name']}.md) | {row['verdict']} | "
-                     f"{worst} | {scale} |")
+                     f"{worst} | {scale} | {assumptions} |")
+    lines += ["", "## Every published result", "",
+              "One row per result of the five sources (`harness/reports/targets/published.py`); "
+              "'no page yet' marks a result whose target has not been run into this folder.", "",
+              "| source | result | what | page | verdict |", "|---|---|---|---|---|"]
+    for result in PUBLISHED:
+        page = pages.get(result.target)
+        verdict = (page.get("results", {}).get(result.key, "missing from its page")
+                   if page else "no page yet")
+        link = f"[{result.target}]({result.target}.md)" if page else result.target
+        lines.append(f"| {result.seed} ({_cell(SOURCES[result.seed])}) | {_cell(result.where)}"
+                     f" | {_cell(result.what)} | {link} | {verdict} |")
     path = gallery / "index.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|")
 
 
 def reproduce(names: list[str], quick: bool, gallery: Path = DEFAULT_GALLERY,
