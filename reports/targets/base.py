@@ -18,6 +18,7 @@ re-run reuses every finished cell.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,8 +145,10 @@ def check_results(target: Target, page: TargetPage) -> dict[str, str]:
     return results
 
 
-def write_page(target: Target, page: TargetPage, gallery: Path) -> Path:
-    """Write ``<name>.md`` (and a ``<name>.json`` summary for the index) into ``gallery``."""
+def write_page(target: Target, page: TargetPage, gallery: Path,
+               seconds: float | None = None) -> Path:
+    """Write ``<name>.md`` (and a ``<name>.json`` summary for the index) into ``gallery``;
+    ``seconds``: the wall time of the run that made the page (printed in the index)."""
     results = check_results(target, page)
     gallery.mkdir(parents=True, exist_ok=True)
     lines = [f"# {target.title}", "", f"Source: {target.source}", "",
@@ -161,7 +164,7 @@ def write_page(target: Target, page: TargetPage, gallery: Path) -> Path:
     path.write_text("\n".join(lines))
     summary = {"name": target.name, "title": target.title, "verdict": page.verdict,
                "worst": page.worst, "scale": page.scale, "results": results,
-               "assumptions": page.assumptions}
+               "assumptions": page.assumptions, "seconds": seconds}
     (gallery / f"{target.name}.json").write_text(json.dumps(summary, indent=1))
     write_index(gallery)
     return path
@@ -176,13 +179,15 @@ def write_index(gallery: Path) -> Path:
              f"Regenerate the committed gallery ({COMMITTED_GALLERY}) with "
              "`python -m harness reproduce all --gallery`; without `--gallery` the pages go "
              f"to {DEFAULT_GALLERY}.", "", RULE, "## Pages", "",
-             "| target | verdict | worst deviation | scale | assumptions |",
-             "|---|---|---|---|---|"]
+             "| target | verdict | worst deviation | scale | assumptions | wall time |",
+             "|---|---|---|---|---|---|"]
     for row in pages.values():
         worst, scale = (_cell(row[key]) for key in ("worst", "scale"))
         assumptions = "<br>".join(_cell(item) for item in row.get("assumptions", [])) or "none"
+        seconds = row.get("seconds")
+        took = "not recorded" if seconds is None else f"{seconds:.0f} s"
         lines.append(f"| [{row['name']}]({row['name']}.md) | {row['verdict']} | "
-                     f"{worst} | {scale} | {assumptions} |")
+                     f"{worst} | {scale} | {assumptions} | {took} |")
     lines += ["", "## Every published result", "",
               "One row per result of the five sources (`harness/reports/targets/published.py`); "
               "'no page yet' marks a result whose target has not been run into this folder.", "",
@@ -218,6 +223,9 @@ def reproduce(names: list[str], quick: bool, gallery: Path = DEFAULT_GALLERY,
     pages = []
     for target in targets:
         context.say(f"{target.name}: start")
+        started = time.perf_counter()
         page = target.run(context)
-        pages.append(write_page(target, page, Path(gallery)))
+        seconds = time.perf_counter() - started
+        pages.append(write_page(target, page, Path(gallery), seconds))
+        context.say(f"{target.name}: {page.verdict} ({seconds:.0f} s)")
     return pages
