@@ -502,8 +502,8 @@ class ScornetMDILemmas(Target):
         axes[1].set_ylabel("MDI_T1(X1) − MDI_T2(X1)")
         axes[1].set_title("Lemma β (Correlated Model)")
         axes[1].legend(fontsize=9)
-        for offset, (label, free, settings) in enumerate(
-                (("α", free_alpha, ALPHAS), ("β", free_beta, BETAS))):
+        for offset, (free, settings) in enumerate(
+                ((free_alpha, ALPHAS), (free_beta, BETAS))):
             data = [free.loc[free["setting"] == s, "mdi_x1"] for s in settings]
             positions = np.arange(len(settings)) + (0 if offset == 0 else len(ALPHAS) + 1)
             axes[2].boxplot(data, positions=positions, widths=0.6)
