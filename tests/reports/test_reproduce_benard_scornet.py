@@ -1,4 +1,4 @@
-"""``benard2022-sobol-mda`` at quick scale: what its page claims (Scornet: test_reproduce_scornet)."""
+"""``benard2022-sobol-mda`` at quick scale (the Scornet pages: test_reproduce_scornet)."""
 
 from __future__ import annotations
 

@@ -80,12 +80,10 @@ def test_scornet_bias_verdict_follows_the_numbers(gallery):
     row = next(r for r in rows if (r["quantity"], r["trees"], r["n"])
                == ("MDI(X1)", "early-stopped", "10000"))
     gap, se = float(row["ours"]) - 1.0, float(row["ours_se"])
-    z_star = 2.87  # Bonferroni over the page's judged numbers (5 to 8): 2.87 to 3.03
-    expected = "deviates" if gap > 3.03 * se else None
-    if expected:
-        assert row["verdict"] == expected
+    assert gap > 0.05  # the finite-n bias of ⌊n^0.6⌋-leaf forests (≈ +0.2 at n = 10 000)
+    if gap > 3.1 * se:  # beyond the page's Bonferroni z* (2.9 to 3.1 for 6 to 10 numbers)
+        assert row["verdict"] == "deviates"
     assert row["verdict"] != "reproduced"
-    assert gap > 0 and z_star > 0
     summary = (gallery / "scornet-mdi-bias.json").read_text()
     assert '"scornet.mdi-bias"' in summary and '"scornet.sigma12"' in summary
 
