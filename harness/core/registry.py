@@ -68,6 +68,8 @@ BUILTIN_TARGETS: dict[str, str] = {
     "sutera2021-fig3": "harness.reports.targets.sutera2021_fig3:Sutera2021Fig3",
     "benard2022-sobol-mda": "harness.reports.targets.benard2022_sobol_mda:Benard2022SobolMDA",
     "scornet-mdi-bias": "harness.reports.targets.scornet_mdi_bias:ScornetMDIBias",
+    "scornet-mdi-lemmas": "harness.reports.targets.scornet_mdi_lemmas:ScornetMDILemmas",
+    "scornet-mda": "harness.reports.targets.scornet_mda:ScornetMDA",
     "geurts2016-srs": "harness.reports.targets.geurts2016_srs:Geurts2016SRS",
 }
 #: the module with the reproduction driver, page writer and gallery folders

@@ -1,16 +1,14 @@
-"""``benard2022-sobol-mda`` and ``scornet-mdi-bias`` at quick scale: what their pages claim."""
+"""``benard2022-sobol-mda`` at quick scale (the Scornet pages: test_reproduce_scornet)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from harness.datasets.scornet_sqrt import sqrt_weights_truth
 from harness.reports.targets.base import VERDICTS
 from harness.reports.targets.benard2022_sobol_mda import PUBLISHED
 from tests._support.gallery_pages import cell_timestamps, page_records, quick_gallery
 
-TARGETS = ["benard2022-sobol-mda", "scornet-mdi-bias"]
+TARGETS = ["benard2022-sobol-mda"]
 
 
 def _rows(gallery, name: str) -> list[dict[str, str]]:
@@ -70,42 +68,6 @@ def test_benard_quick_claims(gallery):
     assert "Claim 'BC-MDA promotes X1's correlated irrelevant partners (more than IK-MDA and " \
            "Sobol-MDA do)': holds" in text
     assert "ρ = 0.9" in text
-
-
-def test_scornet_dataset_truth():
-    truth = sqrt_weights_truth(3, 0.0, 3.0)
-    np.testing.assert_allclose(truth.quantities["mdi_limit"].values, [1.0, 2.0, 3.0])
-    assert truth.var_y == pytest.approx(9.0)
-    correlated = sqrt_weights_truth(3, 0.5, 12.0)
-    assert "mdi_limit" not in correlated.quantities  # no known limit with correlation
-    shapley = correlated.quantities["shapley_effect"].values * correlated.var_y
-    assert shapley.sum() == pytest.approx(6 + 2 * np.sqrt(2) * 0.5)  # efficiency: V[m(X)]
-    assert np.all(np.diff(shapley) > 0)  # the true ranking X3 > X2 > X1 survives rho = 0.5
-
-
-def test_scornet_quick_claims(gallery):
-    """Bounds at quick scale (20 trees, 3 data sets at n = 100 and 10 000 for σ² = 3). At
-    n = 10 000 the standard errors are ≈ 0.03 for MDI(X1) and ≈ 0.1 for Σ MDI: the fully
-    grown MDI(X1) (≈ 2.1) is far above the early-stopped one (≈ 1.2) and above its limit 1;
-    the fully grown Σ MDI equals the in-bag variance of Y (R_n = 0), within 0.5 of
-    V[Y] = 9; the early-stopped Σ MDI sits near V[m(X)] = 6, more than 2 below 9. At
-    σ² = 12 and n = 3000 every forest ranks X3 > X2 > X1 (100 % over 40 full-scale runs).
-    The fully grown MDI_j − j were 1.08, 0.97, 0.95 over 10 full-scale runs (≈ σ²/3 each);
-    ± 25 % leaves > 3 standard errors of a 3-run mean."""
-    rows = _rows(gallery, "scornet-mdi-bias")
-    value = {(r["quantity"], r["trees"], r["n"]): float(r["ours"]) for r in rows}
-    for n in ("100", "10000"):
-        assert value["MDI(X1)", "fully grown", n] > value["MDI(X1)", "early-stopped", n]
-    assert value["MDI(X1)", "fully grown", "10000"] > 1.6
-    assert value["MDI(X1)", "early-stopped", "10000"] < 1.4
-    assert abs(value["Σ_j MDI(X_j)", "fully grown", "10000"] - 9.0) < 0.5
-    assert abs(value["Σ_j MDI(X_j)", "early-stopped", "10000"] - 6.0) < 0.7
-    for kind in ("early-stopped", "fully grown"):
-        assert value["correct ranking (fraction)", kind, "3000"] == 1.0
-    for j in (1, 2, 3):  # the noise σ² = 3 shared equitably: each MDI gets ≈ σ²/3 = 1 more
-        assert 0.75 < value[f"MDI(X{j})", "fully grown", "10000"] - j < 1.25
-    text = (gallery / "scornet-mdi-bias.md").read_text()
-    assert "Claim 'fully grown MDI(X1) is positively biased (σ² = 3)': holds" in text
 
 
 @pytest.mark.parametrize("name", TARGETS)
