@@ -72,6 +72,24 @@ def test_benard_quick_claims(gallery):
     assert "ρ = 0.9" in text
 
 
+def test_benard_verdicts_follow_the_gallery_rule(gallery):
+    """Every published number has a verdict of the rule, the page's result is the catalogue
+    key, and both readings (mtry, BC normalisation) are listed as assumptions."""
+    import json
+
+    from harness.reports.targets.verdict import VERDICTS
+
+    rows = _rows(gallery, "benard2022-sobol-mda")
+    assert {row["verdict"] for row in rows} <= set(VERDICTS)
+    summary = json.loads((gallery / "benard2022-sobol-mda.json").read_text())
+    assert set(summary["results"]) == {"scornet.sobol-mda-table"}
+    assumptions = " ".join(summary["assumptions"])
+    assert "√p = 14" in assumptions and "4V[Y]" in assumptions
+    text = (gallery / "benard2022-sobol-mda.md").read_text()
+    assert "exploratory runs outside this page" not in text
+    assert "Benard2022SobolMDA.sensitivity" in text
+
+
 def test_scornet_dataset_truth():
     truth = sqrt_weights_truth(3, 0.0, 3.0)
     np.testing.assert_allclose(truth.quantities["mdi_limit"].values, [1.0, 2.0, 3.0])
