@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from harness.core.method import ExplainData
-from harness.core.params import Interval, Param
+from harness.core.params import Interval, NoneValue, Param
 from harness.core.types import Importances
 from harness.estimators.oob import OOBMethod
-from harness.estimators.shaff import design, shapley_operator
+from harness.estimators.shaff import default_n_subsets, design, shapley_operator
 from harness.forest.inbag import target_matrix
 from harness.kernels.reroute.subset_projection import projected_oob_predictions
 
@@ -18,16 +18,17 @@ class SHAFF(OOBMethod):
 
     Bénard, Biau, Da Veiga, Scornet 2022 (AISTATS, arXiv 2105.11724), Algorithm 1: subsets U
     drawn from the frequencies of the forest's paths (``path_depth`` levels) and paired with
-    their complements (:mod:`harness.estimators.shaff`); v̂(U) = 1 − OOB squared error of the
-    forest projected on U / σ²_Y (:mod:`harness.kernels.reroute.subset_projection`); the Shapley
-    effects
-    solve the importance-weighted Shapley-kernel regression under Σ_j Sh_j = v̂(all) (exact
+    their complements, beside the p singletons and their complements taken exactly, so that
+    the regression is well posed in any dimension (:mod:`harness.estimators.shaff`);
+    v̂(U) = 1 − OOB squared error of the forest projected on U / σ²_Y
+    (:mod:`harness.kernels.reroute.subset_projection`); the Shapley effects solve the
+    importance-weighted Shapley-kernel regression under Σ_j Sh_j = v̂(all) (exact
     efficiency). v̂ is taken relative to v̂(∅), the projection on no variable (the trees'
     in-bag means, whose OOB error is slightly above σ²_Y): the game must have v(∅) = 0, and
-    a variable that no tree splits on then gets exactly 0. With ``2^p − 2 ≤ n_subsets``
-    every subset is used and the result is the exact Shapley value of v̂. Shapley effects
-    are well defined for dependent inputs, where they split a shared effect between the
-    correlated variables (Owen & Prieur 2017).
+    a variable that no tree splits on is a null player of v̂ and gets exactly 0. With
+    ``2^p − 2 ≤ n_subsets`` every subset is used and the result is the exact Shapley value
+    of v̂. Shapley effects are well defined for dependent inputs, where they split a shared
+    effect between the correlated variables (Owen & Prieur 2017).
 
     Classification (our extension, as for ``sobol_mda``): class-probability vectors are
     projected and v̂ uses the Brier score over Σ_k V(1[Y = k]). ``std`` is the standard error
@@ -42,9 +43,11 @@ class SHAFF(OOBMethod):
     # (Owen 2014); also for the class-probability vector over sum_k V(1[Y = k])
     value_range = (0.0, 1.0)
     parameters = {
-        "n_subsets": Param(128, (Interval(int, 1, None),),
-                           "K, subsets drawn from the forest's paths (each with its "
-                           "complement); all subsets when 2^p - 2 <= K"),
+        "n_subsets": Param(None, (NoneValue(), Interval(int, 0, None)),
+                           "K, subsets of sizes 2..p-2 drawn from the forest's paths (each "
+                           "with its complement; the p singletons and their complements are "
+                           "always used); None: max(128, 2 p); all subsets when "
+                           "2^p - 2 <= K"),
         "path_depth": Param(4, (Interval(int, 1, None),),
                             "depth of the root-to-node paths whose variable sets are drawn"),
     }
@@ -53,7 +56,11 @@ class SHAFF(OOBMethod):
         inputs = self.oob_inputs(model, data)
         forest = inputs.forest
         p = forest.n_features
-        subsets = design(forest, self.params["n_subsets"], self.params["path_depth"], rng)
+        n_subsets = self.params["n_subsets"]
+        if n_subsets is None:
+            n_subsets = default_n_subsets(p)
+        subsets = design(forest, n_subsets, self.params["path_depth"], rng)
+        players = subsets.players
         # the empty and the full set last: v̂(U) − v̂(∅) is the game (v(∅) = 0 by definition)
         keep = np.vstack([subsets.keep, np.zeros((2, p), dtype=bool)])
         keep[-1] = True
@@ -67,8 +74,11 @@ class SHAFF(OOBMethod):
         variance = float(targets.var(axis=0, ddof=1).sum())
         explained = 1.0 - errors / variance  # per-row terms of v̂(U), shape (m + 2, |I|)
         game = explained - explained[-2]
-        operator, full_weight = shapley_operator(subsets.keep, subsets.weight)
-        per_row = operator @ game[:-2] + full_weight[:, None] * game[-1]
+        # null players (never split on) get exactly 0; the others share v̂(all)
+        per_row = np.zeros((p, game.shape[1]))
+        if players.any():
+            operator, full_weight = shapley_operator(subsets.keep[:, players], subsets.weight)
+            per_row[players] = operator @ game[:-2] + full_weight[:, None] * game[-1]
         n_rows = per_row.shape[1]
         std = per_row.std(axis=1, ddof=1) / np.sqrt(n_rows) if n_rows > 1 else None
         return Importances(
@@ -78,6 +88,8 @@ class SHAFF(OOBMethod):
             std=std,
             extra={"std_of": "mean over rows", "n_rows_scored": int(n_rows),
                    "n_subsets_used": int(len(subsets.keep)),
+                   "n_subsets_drawn": int(n_subsets),
+                   "n_players": int(players.sum()),
                    "all_subsets": bool(subsets.enumerated),
                    "explained_variance": float(game[-1].mean()),
                    "v_empty": float(explained[-2].mean()),

@@ -188,6 +188,14 @@ CASES = {
         _benard2022, lambda: RandomForestRegressor(n_estimators=300, max_features="sqrt",
                                                    min_samples_leaf=5, random_state=0),
         OOB_METHODS, OOB_TARGETS),
+    # issue 20: SHAFF at p = 200 with its defaults (400 exact sets of size 1 and 199 beside
+    # max(128, 2p) = 400 path draws and their complements)
+    "shaff-benard2022": BenchCase(
+        "shaff-benard2022", "Bénard et al. p = 200 grouped Gaussians (n = 1000), "
+        "RandomForestRegressor(300, max_features='sqrt', min_samples_leaf=5), SHAFF defaults",
+        _benard2022, lambda: RandomForestRegressor(n_estimators=300, max_features="sqrt",
+                                                   min_samples_leaf=5, random_state=0),
+        ("shaff",), warm_up={"shaff": {"n_subsets": 0}}),
     "sage-A2": _sage_case(
         "sage-A2", "digits, ExtraTreesClassifier(100, max_features='sqrt')", _digits,
         lambda: ExtraTreesClassifier(n_estimators=100, max_features="sqrt", random_state=0)),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness.reports.targets.base import VERDICTS
@@ -68,6 +70,20 @@ def test_benard_quick_claims(gallery):
     assert "Claim 'BC-MDA promotes X1's correlated irrelevant partners (more than IK-MDA and " \
            "Sobol-MDA do)': holds" in text
     assert "ρ = 0.9" in text
+
+
+def test_benard_verdicts_follow_the_gallery_rule(gallery):
+    """Every published number has a verdict of the rule, the page's result is the catalogue
+    key, and both readings (mtry, BC normalisation) are listed as assumptions."""
+    rows = _rows(gallery, "benard2022-sobol-mda")
+    assert {row["verdict"] for row in rows} <= set(VERDICTS)
+    summary = json.loads((gallery / "benard2022-sobol-mda.json").read_text())
+    assert set(summary["results"]) == {"scornet.sobol-mda-table"}
+    assumptions = " ".join(summary["assumptions"])
+    assert "√p = 14" in assumptions and "4V[Y]" in assumptions
+    text = (gallery / "benard2022-sobol-mda.md").read_text()
+    assert "exploratory runs outside this page" not in text
+    assert "Benard2022SobolMDA.sensitivity" in text
 
 
 @pytest.mark.parametrize("name", TARGETS)

@@ -1,0 +1,192 @@
+"""``benard2022-shaff``: the SHAFF linear-case figure of seed 002 (Shapley effects against the
+red-cross theoretical values; Bénard, Biau, Da Veiga & Scornet, AISTATS 2022)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from sklearn.ensemble import RandomForestRegressor  # noqa: E402
+
+import harness  # noqa: E402
+from harness.api import load_dataset  # noqa: E402
+from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
+from harness.reports.targets.verdict import (  # noqa: E402
+    UNDETERMINED,
+    Comparison,
+    judge,
+    page_verdict,
+    worst_line,
+)
+
+#: the published figure prints no value and no parameter of its linear case
+MISSING = ("dimension p", "correlation ρ of the inputs", "coefficients", "noise level",
+           "sample size n", "number of trees and their parameters")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One linear case: p features in 5 equicorrelated blocks, 2 on X1 and 1 on the first
+    feature of every other block (the pattern of Bénard et al.'s p = 200 design)."""
+
+    p: int
+    rho: float
+
+    @property
+    def label(self) -> str:
+        return f"p = {self.p}, ρ = {self.rho:g}"
+
+    def dataset(self, seed: int):
+        block = self.p // 5
+        coef = [0.0] * self.p
+        coef[0] = 2.0
+        for k in range(1, 5):
+            coef[k * block] = 1.0
+        return load_dataset("linear_gaussian", seed=seed, n_samples=1000, coef=tuple(coef),
+                            rho=self.rho, groups=5, noise_fraction=0.1)
+
+
+@dataclass(frozen=True)
+class Scale:
+    settings: tuple[Setting, ...]
+    seeds: tuple[int, ...]
+    n_trees: int
+    wide_trees: int  # for p = 200 (the issue-20 setting)
+
+
+FULL = Scale((Setting(10, 0.0), Setting(10, 0.5), Setting(10, 0.9), Setting(200, 0.9)),
+             (0, 1, 2, 3, 4), 300, 300)
+QUICK = Scale((Setting(10, 0.0), Setting(10, 0.9)), (0, 1), 40, 0)
+
+
+class Benard2022SHAFF(Target):
+    """SHAFF (mean ± sd over data sets) against the closed-form Shapley effects.
+
+    Seed 002 ("Experiments": "Shapley effects for a linear case. Red crosses are the
+    theoretical Shapley effects") shows the figure without its set-up: the dimension, the
+    correlation, the coefficients, the noise, n and the forest are not given, and no value is
+    printed. The result is therefore *not determined by the text*; the page shows SHAFF over
+    a range of the missing parameters: a linear model in 5 independent equicorrelated blocks
+    (2 X1 + the first feature of each other block, noise 10 % of V[Y], n = 1000), p = 10 with
+    ρ ∈ {0, 0.5, 0.9}, and the p = 200, ρ = 0.9 design of the Sobol-MDA table (issue 20).
+    The red crosses are exact (``linear_gaussian_shapley``: Owen 2014, Gaussian conditional
+    variances); each of our effects is compared with them under the gallery's rule (exact
+    value printed to 3 decimals, our standard error over the seeds).
+    """
+
+    name = "benard2022-shaff"
+    title = "SHAFF Shapley effects against the theoretical values, linear case"
+    source = ("seed 002 (Scornet, slides 'Explainability via tree-based methods', 2025), "
+              "'Experiments' figure of SHAFF; Bénard, Biau, Da Veiga & Scornet, AISTATS 2022")
+
+    def run(self, context: TargetContext) -> TargetPage:
+        scale = QUICK if context.quick else FULL
+        rows, runs = [], {}
+        for setting in scale.settings:
+            trees = scale.wide_trees if setting.p > 10 else scale.n_trees
+            context.say(f"{self.name}: {setting.label}")
+            values, seconds = [], []
+            for seed in scale.seeds[:2] if setting.p > 10 else scale.seeds:
+                dataset = setting.dataset(seed)
+                model = RandomForestRegressor(
+                    n_estimators=trees, max_features=0.33, min_samples_leaf=5,
+                    random_state=seed).fit(dataset.X, dataset.y)
+                start = time.perf_counter()
+                result = harness.explain("shaff", model, dataset.X, dataset.y, seed=seed)
+                seconds.append(time.perf_counter() - start)
+                values.append(result.values)
+            truth = dataset.truth.quantities["shapley_effect"].values
+            values = np.array(values)
+            runs[setting] = (values, truth, float(np.mean(seconds)))
+            se = values.std(axis=0, ddof=1) / np.sqrt(len(values))
+            for j in range(setting.p):
+                rows.append(Comparison(f"{setting.label}: X{j + 1}", float(truth[j]),
+                                       float(values[:, j].mean()), 3, ours_se=float(se[j])))
+        judged = judge(rows)
+        summary = self._summary(runs)
+        results = {"scornet.shaff-linear": UNDETERMINED}
+        figure = self._figure(runs, context.gallery)
+        table = summary
+        notes = [
+            "Each effect against its closed form under the gallery's rule (exact value to 3 "
+            "decimals, our standard error over the seeds): "
+            + "; ".join(f"{label}: {(part['verdict'] != 'deviates').sum()} of {len(part)} "
+                        "within tolerance" for label, part in
+                        judged.groupby(judged["label"].str.split(":").str[0], sort=False))
+            + ". Worst: " + worst_line(judged) + ".",
+            "The slides print neither the values nor the set-up of the figure (missing: "
+            + ", ".join(MISSING) + "), so no published number can be compared: the "
+            "verdict is 'not determined by the text' whatever ours show.",
+            "p = 200 (issue 20): the Shapley-kernel regression needs far more subsets than the "
+            "forest's paths provide. With the exact game v(U) = V(E[Y | X_U]) / V[Y] in place of "
+            "v̂, the paper's design (the sets met along paths of depth ≤ 4 and their "
+            "complements, here beside the exact sets of size 1 and p − 1) still misses the "
+            "closed form by up to 0.12, and uniform-size or kernel sampling needs more than "
+            "4 000 subsets to bring it under 0.04 (measured while fixing issue 20); SHAFF is "
+            "well posed there now (bounded, efficient) but not accurate at this cost.",
+        ]
+        assumptions = [
+            "Missing parameters (" + ", ".join(MISSING) + ") shown over a range: 5 "
+            "equicorrelated blocks, coefficients 2, 1, 1, 1, 1 on the first feature of each "
+            "block, noise 10 % of V[Y], n = 1000, p ∈ {10, 200}, ρ ∈ {0, 0.5, 0.9}.",
+            "Forest: scikit-learn RandomForestRegressor, mtry = p/3, min_samples_leaf = 5, "
+            f"{scale.n_trees} trees; SHAFF with its defaults (path depth 4, "
+            "K = max(128, 2p)).",
+        ]
+        return TargetPage(
+            table=table, worst="against the closed form (no published value): "
+            + worst_line(judged).replace("published", "exact"),
+            verdict=page_verdict(results.values()),
+            results=results, figures=[figure], notes=notes, assumptions=assumptions,
+            scale=(f"{'quick: ' if context.quick else ''}n = 1000, {scale.n_trees} trees, "
+                   f"{len(scale.seeds)} data sets per setting"
+                   + (" (2 at p = 200)" if scale.wide_trees else "")))
+
+    @staticmethod
+    def _summary(runs) -> pd.DataFrame:
+        rows = []
+        for setting, (values, truth, seconds) in runs.items():
+            mean = values.mean(axis=0)
+            order, top = np.argsort(-mean), np.argsort(-truth)
+            cut = truth[top[4]]
+            rows.append({
+                "setting": setting.label, "seeds": len(values),
+                "max |ours − exact|": float(np.abs(mean - truth).max()),
+                "largest sd of a run": float(values.std(axis=0, ddof=1).max()),
+                "sum ours": float(mean.sum()), "sum exact": float(truth.sum()),
+                "min ours": float(mean.min()),
+                "top 5 among the exact top 5 (ties included)":
+                    bool(np.all(truth[order[:5]] >= cut - 1e-12)),
+                "seconds per SHAFF": seconds})
+        return pd.DataFrame(rows)
+
+    def _figure(self, runs, out_dir: Path) -> Path:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.8), squeeze=False)
+        for ax, (setting, (values, truth, _)) in zip(axes[0], runs.items(), strict=True):
+            shown = np.arange(min(setting.p, 50))  # p = 200: the first 50 (X1's block, X41..)
+            x = shown + 1
+            ax.errorbar(x, values[:, shown].mean(axis=0),
+                        yerr=values[:, shown].std(axis=0, ddof=1), fmt="o", ms=3,
+                        color="tab:blue", label="SHAFF (mean ± sd over data sets)")
+            ax.scatter(x, truth[shown], marker="x", color="red", s=40, zorder=3,
+                       label="theoretical Shapley effect")
+            ax.axhline(0.0, color="grey", lw=0.6)
+            ax.set_title(setting.label + (" (X1..X50 shown)" if setting.p > 50 else ""),
+                         fontsize=10)
+            ax.set_xlabel("variable j", fontsize=9)
+            ax.set_ylabel("Shapley effect (fraction of V[Y])", fontsize=9)
+            ax.tick_params(labelsize=9)
+        axes[0][0].legend(fontsize=9, loc="upper right")
+        fig.tight_layout()
+        path = out_dir / f"{self.name}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
