@@ -1,4 +1,4 @@
-"""``benard2022-sobol-mda`` at quick scale (the Scornet pages: test_reproduce_scornet)."""
+"""``python -m harness reproduce benard2022-sobol-mda`` at quick scale: the p = 200 table."""
 
 from __future__ import annotations
 
