@@ -116,6 +116,13 @@ PUBLISHED = (
                     "geurts2016-srs"),
     PublishedResult("geurts.rs-srs", "004", "RS against SRS (Madelon-like data)",
                     "sequential random subspace beats random subspace", "geurts2016-srs"),
+    PublishedResult("geurts.srs-convergence", "004",
+                    "SRS convergence in specific scenarios (exact computations)",
+                    "mean iterations to find k chained / clique variables: RS ≃ (p/q)^k and "
+                    "k(ln k + 1)(p/q)^k, SRS ≃ k p/q and (p/q)^k", "geurts2016-srs"),
+    PublishedResult("geurts.pruning", "004", "impact of pruning (K = 1, D < p)",
+                    "depth-D importances are the first D terms of the decomposition",
+                    "geurts-xor"),
     PublishedResult("geurts.mixed", "004", "mixed simulations",
                     "the mixed simulations of the random-subspace slides", "geurts2016-srs"),
 )
