@@ -29,7 +29,6 @@ from harness.reports.targets._srs_experiment import (  # noqa: E402
 )
 from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
 from harness.reports.targets.verdict import (  # noqa: E402
-    DEVIATES,
     REPRODUCED,
     UNDETERMINED,
     Comparison,
@@ -229,8 +228,9 @@ class Geurts2016SRS(Target):
             "= 0.9511.",
             "Convergence (exact mean trees / the slides' approximation, q = 50): "
             + "; ".join(f"{row['scenario']} k={row['k']} p={row['p']}: "
-                        f"{row['exact / slides']:.3f}" for _, row in conv.iterrows()) + ". As q → ∞ (p/q, k fixed) every "
-            "ratio tends to 1 except the clique under RS, whose coupon-collector factor is "
+                        f"{row['exact / slides']:.3f}" for _, row in conv.iterrows())
+            + ". As q → ∞ (p/q, k fixed) every ratio tends to 1 except the clique under RS, "
+            "whose coupon-collector factor is "
             "k·H_k (H_k the harmonic number), below the slides' k(ln k + 1) "
             "(limit H_k/(ln k + 1): " + ", ".join(
                 f"k={k}: {sum(1 / i for i in range(1, k + 1)) / (np.log(k) + 1):.3f}"

@@ -106,6 +106,9 @@ PUBLISHED = (
     # --- Geurts slides (seed 004) ---
     PublishedResult("geurts.xor", "004", "XOR example",
                     "Imp(X1) = Imp(X2) = 0.262 < Imp(X3) = 0.476", "geurts-xor"),
+    PublishedResult("geurts.xor-alpha", "004", "strongly relevant not masked, XOR diagram",
+                    "Imp(X1) = Imp(X2) < Imp(X3) when α < 1/2, I(Y; X3) = 1 − α",
+                    "geurts-xor"),
     PublishedResult("geurts.masking", "004", "K = 2 masking example",
                     "masking at K = 2; strongly relevant variables are never masked",
                     "geurts-masking"),
