@@ -22,10 +22,11 @@ to the one or two features that dominate their trees (the geurts2016-srs page sh
 Importances: ``importances`` is Σ_trees MDI / T, the slides' Imp_{q,T}. Under SRS the
 members of F are sampled in most trees and the others in about q/p of them, so this sum also
 counts how often a feature was drawn; ``importance_per_draw`` (Σ MDI over the trees that drew
-the feature / their number) ranks features on the same footing whatever their sampling rate. Trees are scikit-learn extremely randomized trees
-(threshold randomization, no bootstrap), with K = ``max_features`` candidate features per
-node among the q; importances are the per-tree MDI (``feature_importances_``) accumulated
-over the trees and divided by T.
+the feature / their number) ranks features on the same footing whatever their sampling rate.
+
+Trees are scikit-learn extremely randomized trees (threshold randomization, no bootstrap),
+with K = ``max_features`` candidate features per node among the q; importances are the
+per-tree MDI (``feature_importances_``) accumulated over the trees and divided by T.
 
 Tree seeds come from ``RandomState(seed).randint(2**31 - 1, size=T)``, as scikit-learn's
 forests draw them, and the columns of a tree keep their original order: with q = p and no
