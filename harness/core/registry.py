@@ -62,6 +62,7 @@ REPORT_INDEX = "harness.reports.index:build_reports"
 BUILTIN_TARGETS: dict[str, str] = {
     "louppe2013-led": "harness.reports.targets.louppe2013_led:Louppe2013LED",
     "geurts-xor": "harness.reports.targets.geurts_xor:GeurtsXOR",
+    "geurts-masking": "harness.reports.targets.geurts_masking:GeurtsMasking",
     "sutera2021-table4": "harness.reports.targets.sutera2021_table4:Sutera2021Table4",
     "sutera2021-fig1": "harness.reports.targets.sutera2021_fig1:Sutera2021Fig1",
     "sutera2021-fig2": "harness.reports.targets.sutera2021_fig2:Sutera2021Fig2",

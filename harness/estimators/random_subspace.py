@@ -5,13 +5,28 @@ on q features drawn at random; SRS (sequential random subspace) draws min(αq, |
 from F, the features already found relevant, and the rest from the others, so relevant
 features that only show their effect jointly get found in O(p/q) instead of O((p/q)^k)
 trees. The practical rule of the slides: a random probe (a permuted copy of a drawn
-feature) joins every tree; F holds the features sampled at least L times that beat the
-probe's MDI in at least a fraction β of the trees that sampled them (L = 5, β = 0.95 in the
-experiments). Without the probe, F holds every feature that got a non-zero MDI (the rule of
-the algorithm as first stated). Trees are scikit-learn extremely randomized trees
-(threshold randomization, no bootstrap), with K = ``max_features`` candidate features per
-node among the q; importances are the per-tree MDI (``feature_importances_``) accumulated
-over the trees and divided by T.
+feature) joins every tree; a feature qualifies when it was sampled more than L times and beat
+the probe's MDI (in the same tree) in at least a fraction β of the trees that sampled it
+(L = 5, β = 0.95 in the experiments). Without the probe, a feature qualifies once it got a
+non-zero MDI (the rule of the algorithm as first stated).
+
+How F follows the rule (``update``). The slides' algorithm (seed 004, "Sequential Random
+Subspace", step 2.3) *adds* to F, after each tree, the features that qualify; nothing leaves
+F (``update="add"``, the default). ``update="recompute"`` makes F the set of features that
+qualify *now*, so a feature drops out when its share falls below β: that was this module's
+rule before issue 20, and it is what made SRS select 1-2 features on Madelon-like data. SRS
+draws the members of F into nearly every tree, together, so correlated members (Madelon's
+copies and linear combinations) mask one another, their shares fall below β and F collapses
+to the one or two features that dominate their trees (the geurts2016-srs page shows both).
+
+Importances: ``importances`` is Σ_trees MDI / T, the slides' Imp_{q,T}. Under SRS the
+members of F are sampled in most trees and the others in about q/p of them, so this sum also
+counts how often a feature was drawn; ``importance_per_draw`` (Σ MDI over the trees that drew
+the feature / their number) ranks features on the same footing whatever their sampling rate.
+
+Trees are scikit-learn extremely randomized trees (threshold randomization, no bootstrap),
+with K = ``max_features`` candidate features per node among the q; importances are the
+per-tree MDI (``feature_importances_``) accumulated over the trees and divided by T.
 
 Tree seeds come from ``RandomState(seed).randint(2**31 - 1, size=T)``, as scikit-learn's
 forests draw them, and the columns of a tree keep their original order: with q = p and no
@@ -27,6 +42,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.tree import ExtraTreeClassifier, ExtraTreeRegressor
 
+from harness.core.errors import InvalidParameterError
+
+#: how F follows the probe rule (see the module docstring)
+UPDATES = ("add", "recompute")
+
 
 @dataclass
 class SubspaceSettings:
@@ -40,6 +60,12 @@ class SubspaceSettings:
     beta: float = 0.95
     probe: bool = True
     criterion: str | None = None
+    update: str = "add"  # "add": F only grows (slides' step 2.3); "recompute": see module doc
+
+    def __post_init__(self) -> None:
+        if self.update not in UPDATES:
+            raise InvalidParameterError(
+                f"update must be one of {sorted(UPDATES)}; got {self.update!r}")
 
 
 @dataclass
@@ -52,15 +78,34 @@ class SubspaceResult:
     beat_probe: np.ndarray  # times it beat the probe
     #: (columns, probe source column or -1, fitted tree) per tree, when kept
     trees: list = field(default_factory=list)
+    n_trees: int = 0  # T, set when the growth ends
+
+    @property
+    def importance_per_draw(self) -> np.ndarray:
+        """Σ MDI over the trees that drew each feature / their number (0 if never drawn).
+
+        Only meaningful once ``importances`` holds Σ MDI / T (after the growth)."""
+        total = self.importances * self.n_trees
+        return np.divide(total, self.sampled, out=np.zeros(total.shape),
+                         where=self.sampled > 0)
 
 
-def _relevant(result: SubspaceResult, settings: SubspaceSettings, nonzero: np.ndarray
+def qualifies(result: SubspaceResult, settings: SubspaceSettings, nonzero: np.ndarray
               ) -> np.ndarray:
+    """The features that meet the rule now: sampled more than L times and ahead of the
+    probe in at least β of their trees (seed 004, "Practical implementation"), or, without
+    a probe, a non-zero MDI in some tree."""
     if not settings.probe:
         return nonzero
     share = np.divide(result.beat_probe, result.sampled,
                       out=np.zeros(result.sampled.shape), where=result.sampled > 0)
-    return (result.sampled >= settings.min_sampled) & (share >= settings.beta)
+    return (result.sampled > settings.min_sampled) & (share >= settings.beta)
+
+
+def _relevant(result: SubspaceResult, settings: SubspaceSettings, nonzero: np.ndarray
+              ) -> np.ndarray:
+    now = qualifies(result, settings, nonzero)
+    return result.selected | now if settings.update == "add" else now
 
 
 def _draw_columns(rng: np.random.Generator, p: int, settings: SubspaceSettings,
@@ -120,6 +165,7 @@ def grow_subspace_trees(
         if on_tree is not None:
             on_tree(t, result, grown)
     result.importances /= settings.n_trees
+    result.n_trees = settings.n_trees
     return result
 
 
@@ -148,6 +194,7 @@ class GrowthCurve:
     n_trees: list[int] = field(default_factory=list)
     importances: list[np.ndarray] = field(default_factory=list)  # Σ MDI / trees so far
     n_selected: list[int] = field(default_factory=list)
+    sampled: list[np.ndarray] = field(default_factory=list)  # times each feature was drawn
     held_out_score: list[float] = field(default_factory=list)  # accuracy, or R²
 
 
@@ -182,6 +229,7 @@ def grow_with_curve(X: np.ndarray, y: np.ndarray, classification: bool,
         curve.n_trees.append(t + 1)
         curve.importances.append(result.importances / (t + 1))
         curve.n_selected.append(int(result.selected.sum()))
+        curve.sampled.append(result.sampled.copy())
         curve.held_out_score.append(_held_out_score(votes, y_test, t + 1, classes))
 
     result = grow_subspace_trees(X[learn], y[learn], classification, settings, seed,

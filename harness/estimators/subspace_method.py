@@ -11,7 +11,7 @@ from harness.core.errors import BadInputError
 from harness.core.method import ExplainData, Method
 from harness.core.params import Boolean, Interval, Options, Param
 from harness.core.types import Importances
-from harness.estimators.random_subspace import SubspaceSettings, grow_with_curve
+from harness.estimators.random_subspace import UPDATES, SubspaceSettings, grow_with_curve
 
 SUBSPACE_PARAMETERS: dict[str, Param] = {
     "n_trees": Param(200, (Interval(int, 1, None),), "T, trees grown"),
@@ -22,9 +22,13 @@ SUBSPACE_PARAMETERS: dict[str, Param] = {
                           "K, features tried per node among the tree's q ('all': K = q)"),
     "probe": Param(True, (Boolean(),), "add a permuted probe column to every tree"),
     "min_sampled": Param(5, (Interval(int, 1, None),),
-                         "L: times a feature must be sampled before it can be relevant"),
+                         "L: a feature must be sampled more than L times to join F"),
     "beta": Param(0.95, (Interval(float, 0, 1),),
                   "β: share of its trees in which a feature must beat the probe"),
+    "update": Param("add", (Options(set(UPDATES)),),
+                    "how F follows the probe rule: 'add' (seed 004's step 2.3: a feature "
+                    "that qualifies joins F for good) or 'recompute' (F = the features that "
+                    "qualify now)"),
     "hold_out": Param(0, (Interval(int, 0, None), Interval(float, 0, 1, "neither")),
                       "rows (a count, or a fraction) kept out of the growing to score the "
                       "trees on (seed 004's 'test' rows); 0: grow on every row"),
@@ -55,7 +59,8 @@ class SubspaceMethod(Method):
             n_trees=self.params["n_trees"], q=min(q, p),
             max_features=None if k == "all" else k, alpha=self.alpha(),
             min_sampled=self.params["min_sampled"], beta=self.params["beta"],
-            probe=self.params["probe"], criterion=getattr(model, "criterion", None))
+            probe=self.params["probe"], criterion=getattr(model, "criterion", None),
+            update=self.params["update"])
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         settings = self.settings(data.X.shape[1], model)
@@ -76,6 +81,7 @@ class SubspaceMethod(Method):
                 "n_trees": curve.n_trees, "n_selected": curve.n_selected,
                 "held_out_score": curve.held_out_score,
                 "held_out_score_of": "accuracy" if data.task == "classification" else "R²",
+                "sampled": [list(map(int, v)) for v in curve.sampled],
                 "importances": [list(map(float, v)) for v in curve.importances]}
         return Importances(
             values=result.importances, scope="global", feature_names=data.feature_names,
@@ -83,6 +89,8 @@ class SubspaceMethod(Method):
             extra={"selected": [bool(s) for s in result.selected],
                    "n_selected": int(result.selected.sum()), "q": settings.q,
                    "sampled": [int(s) for s in result.sampled],
+                   "beat_probe": [int(s) for s in result.beat_probe],
+                   "importance_per_draw": [float(v) for v in result.importance_per_draw],
                    "seed": seed, "n_held_out": int(size), "expected_trees_per_feature":
                    math.floor(settings.n_trees * settings.q / data.X.shape[1]), **extra},
         )

@@ -106,6 +106,9 @@ PUBLISHED = (
     # --- Geurts slides (seed 004) ---
     PublishedResult("geurts.xor", "004", "XOR example",
                     "Imp(X1) = Imp(X2) = 0.262 < Imp(X3) = 0.476", "geurts-xor"),
+    PublishedResult("geurts.xor-alpha", "004", "strongly relevant not masked, XOR diagram",
+                    "Imp(X1) = Imp(X2) < Imp(X3) when α < 1/2, I(Y; X3) = 1 − α",
+                    "geurts-xor"),
     PublishedResult("geurts.masking", "004", "K = 2 masking example",
                     "masking at K = 2; strongly relevant variables are never masked",
                     "geurts-masking"),
@@ -116,6 +119,13 @@ PUBLISHED = (
                     "geurts2016-srs"),
     PublishedResult("geurts.rs-srs", "004", "RS against SRS (Madelon-like data)",
                     "sequential random subspace beats random subspace", "geurts2016-srs"),
+    PublishedResult("geurts.srs-convergence", "004",
+                    "SRS convergence in specific scenarios (exact computations)",
+                    "mean iterations to find k chained / clique variables: RS ≃ (p/q)^k and "
+                    "k(ln k + 1)(p/q)^k, SRS ≃ k p/q and (p/q)^k", "geurts2016-srs"),
+    PublishedResult("geurts.pruning", "004", "impact of pruning (K = 1, D < p)",
+                    "depth-D importances are the first D terms of the decomposition",
+                    "geurts-xor"),
     PublishedResult("geurts.mixed", "004", "mixed simulations",
                     "the mixed simulations of the random-subspace slides", "geurts2016-srs"),
 )

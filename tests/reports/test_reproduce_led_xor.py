@@ -1,4 +1,5 @@
-"""``louppe2013-led`` and ``geurts-xor`` at quick scale: what their pages claim holds."""
+"""``louppe2013-led`` at quick scale: what its page claims holds (``geurts-xor``: see
+``test_reproduce_geurts.py``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from tests._support.gallery_pages import cell_timestamps, page_rows, quick_galle
 
 @pytest.fixture(scope="module")
 def gallery(tmp_path_factory):
-    return quick_gallery(tmp_path_factory.mktemp("gallery"), ["louppe2013-led", "geurts-xor"])
+    return quick_gallery(tmp_path_factory.mktemp("gallery"), ["louppe2013-led"])
 
 
 def test_led_page_thm1_column_is_the_truncated_exact_value(gallery):
@@ -51,14 +52,3 @@ def test_rerun_reuses_every_stored_cell(gallery):
     created = cell_timestamps(store)
     quick_gallery(gallery, ["louppe2013-led"])
     assert cell_timestamps(store) == created
-
-
-def test_xor_page(gallery):
-    text = (gallery / "geurts-xor.md").read_text()
-    assert "**Verdict: reproduced.**" in text
-    rows = {row[0]: row for row in page_rows(text)}
-    assert float(rows["Imp(X3)"][2]) > float(rows["Imp(X1)"][2])
-    assert float(rows["Imp(X3)"][3]) > float(rows["Imp(X1)"][3])  # forests too
-    assert float(rows["Imp(X1), depth 1"][2]) == 0.0  # X1 alone carries no information
-    assert float(rows["Imp(X3), depth 2"][2]) == pytest.approx(float(rows["Imp(X3)"][2]))
-    assert rows["I(X1; Y \\| X2)"][1] == "1"
