@@ -153,3 +153,21 @@ def explained_labels(dataset: str, rows: np.ndarray) -> np.ndarray:
 
 def pair_label(a: str, b: str) -> str:
     return f"{LABELS[a]} vs {LABELS[b]}"
+
+
+def combine_readings(verdicts: dict[str, str]) -> str:
+    """The verdict of a result computed under each reading the source allows.
+
+    The common verdict where the readings agree (the worst of them where none deviates);
+    "not determined by the text" where one reading deviates and another does not (the gallery's
+    rule: a result that depends on what the source leaves open is not decided by picking the
+    reading that matches).
+    """
+    from harness.reports.targets.verdict import DEVIATES, UNDETERMINED, page_verdict
+
+    values = set(verdicts.values())
+    if not values:
+        raise ValueError("no reading to combine")
+    if DEVIATES in values and len(values) > 1:
+        return UNDETERMINED
+    return page_verdict(values)

@@ -462,7 +462,8 @@ class Sutera2021Examples(Target):
             values = example1["exact"][(o, k)]
             ax.bar(x - 0.3 + i * width, values, width, label=f"Y{o}, K = {k} (exact)")
             ax.errorbar(x - 0.3 + i * width, example1["forest_mean"][(o, k)],
-                        yerr=2 * example1["forest_se"][(o, k)], fmt="k.", ms=3)
+                        yerr=2 * example1["forest_se"][(o, k)], fmt="k.", ms=3,
+                        label=(f"forests on {SAMPLE_ROWS} rows ± 2 SE" if i == 0 else None))
         for (o, m), published in TABLE1_K2.items():
             i = bars.index((o, 2))
             ax.plot(m - 0.3 + i * width, published, "rx", ms=7,
@@ -470,8 +471,8 @@ class Sutera2021Examples(Target):
         ax.set_xticks(x, ["X1", "X2"])
         ax.set_xlabel("input variable")
         ax.set_ylabel("global MDI (bits)")
-        ax.set_title("Example 1: K = 2 breaks strong monotonicity", fontsize=9)
-        ax.legend(fontsize=7)
+        ax.set_title("Example 1: K = 2 breaks strong monotonicity", fontsize=10)
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(0.0, -0.18), ncol=2)
         ax = axes[0, 1]
         exact, mean, se = appendix_f["exact"], appendix_f["mean"], appendix_f["se"]
         ax.errorbar(exact.ravel(), mean.ravel(), yerr=2 * se.ravel(), fmt="o", ms=3)
@@ -479,5 +480,5 @@ class Sutera2021Examples(Target):
         ax.plot([low, high], [low, high], color="grey", lw=0.8)
         ax.set_xlabel("Eq. 20 (exact, variance units)")
         ax.set_ylabel("local MDI of K = 1 forests (± 2 SE)")
-        ax.set_title("Appendix F: regression local MDI", fontsize=9)
+        ax.set_title("Appendix F: regression local MDI", fontsize=10)
         return save_figure(figure, context.gallery / f"{self.name}.png")
