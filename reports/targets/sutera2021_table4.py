@@ -70,7 +70,9 @@ DECIMALS = {"mean": 3, "std": 3, "pct_ge_0.90": 2, "pct_ge_0.75": 2}
 # judged, but left out of the page's verdict.
 ERRATA = {("Led (sampled)", "Saabas", "pearson", "pct_ge_0.75")}
 KINDS = {"abs": "absolute values", "signed": "signed values"}
-BOOTSTRAP = 400  # resamples of the explained rows for the standard errors
+# Independent replicates (seeds 0..R-1: learning set of a sampled data set, train/test split,
+# forest, rows explained). Their spread is the Monte-Carlo error of one run like the paper's.
+REPLICATES = {False: 5, True: 3}
 
 
 def statistics(values: np.ndarray) -> dict[str, float]:
@@ -82,34 +84,16 @@ def statistics(values: np.ndarray) -> dict[str, float]:
     return out
 
 
-def bootstrap_se(values: np.ndarray, seed: int = 0) -> dict[str, float]:
-    """Standard error of each statistic over the explained rows (nonparametric bootstrap)."""
-    rng = np.random.default_rng(seed)
-    draws = [statistics(values[rng.integers(0, len(values), len(values))])
-             for _ in range(BOOTSTRAP)]
-    return {name: float(np.std([d[name] for d in draws], ddof=1)) for name in STATISTICS}
-
-
 def summarise(per_sample: pd.DataFrame) -> pd.DataFrame:
     """Table 4's statistics per (compared method, correlation), over the rows where the
-    correlation is defined, with their bootstrap standard errors (``se_<statistic>``).
-
-    A boolean column ``distinct`` of ``per_sample``, if present, marks the first copy of each
-    distinct explained row: the standard errors resample distinct rows only (the repeated LED
-    patterns are one sample each).
-    """
-    frame = per_sample if "distinct" in per_sample else per_sample.assign(distinct=True)
-    long = frame.melt(id_vars=["method_b", "sample", "distinct"],
-                      value_vars=["pearson", "spearman"],
-                      var_name="correlation").dropna(subset=["value"])
+    correlation is defined."""
+    long = per_sample.melt(id_vars=["method_b", "sample"], value_vars=["pearson", "spearman"],
+                           var_name="correlation").dropna(subset=["value"])
     rows = []
     for (method, correlation), part in long.groupby(["method_b", "correlation"]):
         values = part["value"].to_numpy()
-        unique = part.loc[part["distinct"].to_numpy(bool), "value"].to_numpy()
-        row = {"versus": LABELS[method], "correlation": correlation, "n": len(values),
-               "n_distinct": len(unique), **statistics(values)}
-        row.update({f"se_{k}": v for k, v in bootstrap_se(unique).items()})
-        rows.append(row)
+        rows.append({"versus": LABELS[method], "correlation": correlation, "n": len(values),
+                     **statistics(values)})
     return pd.DataFrame(rows)
 
 
@@ -134,64 +118,58 @@ class Sutera2021Table4(Target):
     def run(self, context: TargetContext) -> TargetPage:
         frames, per_sample, n_ours = [], [], {}
         for label, spec in DATASETS.items():
-            run = run_local(context, spec, [1])
-            X, _ = explained_data(spec, run.rows[1])
-            n_ours[label] = (len(X), len(np.unique(X, axis=0)))
-            first = pd.Series(~pd.DataFrame(X).duplicated().to_numpy(), index=run.rows[1])
-            for signed in (False, True):
-                pairs = (("local_mdi", "saabas"), ("local_mdi", "treeshap"))
-                rows = correlations(run, signed, pairs)
-                rows["distinct"] = first.loc[rows["sample"]].to_numpy()
-                summary = summarise(rows)
-                summary["dataset"], summary["signed"] = label, signed
-                frames.append(summary)
-                per_sample.append(rows.assign(dataset=label, signed=signed))
-        ours = pd.concat(frames, ignore_index=True)
+            for seed in range(REPLICATES[context.quick]):
+                run = run_local(context, spec, [1], seed=seed)
+                X, _ = explained_data(spec, run.rows[1], seed)
+                if seed == 0:
+                    n_ours[label] = (len(X), len(np.unique(X, axis=0)))
+                for signed in (False, True):
+                    pairs = (("local_mdi", "saabas"), ("local_mdi", "treeshap"))
+                    rows = correlations(run, signed, pairs)
+                    summary = summarise(rows)
+                    summary["dataset"], summary["signed"], summary["seed"] = label, signed, seed
+                    frames.append(summary)
+                    if seed == 0:
+                        per_sample.append(rows.assign(dataset=label, signed=signed))
+        replicates = pd.concat(frames, ignore_index=True)
         samples = pd.concat(per_sample, ignore_index=True)
-        table, judged = self._side_by_side(ours)
-        fig7_claims = self._fig7_claims(ours)
+        table, judged = self._side_by_side(replicates)
+        fig7_claims = self._fig7_claims(replicates)
         figures = [self._figure(table, context), self._fig7(samples, context)]
         csv = context.gallery / f"{self.name}-per-sample.csv"
         samples.to_csv(csv, index=False)
+        replicates.to_csv(context.gallery / f"{self.name}-replicates.csv", index=False)
         return self._page(table, judged, fig7_claims, samples, n_ours, figures, csv,
                           context.quick)
 
     @staticmethod
-    def _side_by_side(ours: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-        """One Comparison per published number and reading, judged per reading (96 each)."""
+    def _side_by_side(replicates: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+        """One Comparison per published number and reading, judged per reading (96 each).
+
+        Ours is the mean over the replicates, with its standard error; the published value is
+        one run like one of our replicates: its standard error is their standard deviation.
+        """
         keys = ["dataset", "versus", "correlation"]
-        variants = {"abs": ours[~ours["signed"]].set_index(keys),
-                    "signed": ours[ours["signed"]].set_index(keys)}
         judged, meta = {}, []
-        for kind, frame in variants.items():
+        for kind, signed in (("abs", False), ("signed", True)):
+            frame = replicates[replicates["signed"] == signed]
             comparisons = []
             for _, pub in PUBLISHED.iterrows():
                 key = tuple(pub[keys])
-                mine = frame.loc[key]
-                n_ours, n_paper = int(mine["n_distinct"]), PAPER_ROWS[key[0]]
+                mine = frame[(frame[keys] == pd.Series(key, index=keys)).all(axis=1)]
                 for statistic in STATISTICS:
-                    if statistic.startswith("pct"):
-                        # binomial errors with the pooled fraction (a bootstrap gives 0 at
-                        # 0 % or 100 %, which two samples of rows can still differ from)
-                        pooled = (mine[statistic] * n_ours + pub[statistic] * n_paper) / (
-                            100 * (n_ours + n_paper))
-                        spread = 100 * math.sqrt(pooled * (1 - pooled))
-                        se, se_paper = spread / math.sqrt(n_ours), spread / math.sqrt(n_paper)
-                    else:
-                        # the paper's statistic is over its own rows (all of Table 3's): the
-                        # same row-sampling error, scaled to its number of distinct rows
-                        se = float(mine[f"se_{statistic}"])
-                        se_paper = se * math.sqrt(n_ours / n_paper)
+                    values = mine[statistic].to_numpy()
+                    spread = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
                     comparisons.append(Comparison(
                         f"{key[0]} {key[1]} {key[2]} {statistic}", float(pub[statistic]),
-                        float(mine[statistic]), DECIMALS[statistic], ours_se=se,
-                        published_se=se_paper))
+                        float(values.mean()), DECIMALS[statistic],
+                        ours_se=spread / math.sqrt(len(values)), published_se=spread))
                     if kind == "abs":
                         meta.append({"dataset": key[0], "versus": key[1],
                                      "correlation": key[2], "statistic": statistic,
                                      "erratum": (*key, statistic) in ERRATA,
-                                     "n_rows": int(mine["n"]),
-                                     "n_distinct": int(mine["n_distinct"])})
+                                     "n_rows": int(mine["n"].iloc[0]),
+                                     "replicates": len(values)})
             judged[kind] = judge(comparisons)
         table = pd.DataFrame(meta)
         table["published"] = judged["abs"]["published"]
@@ -215,7 +193,7 @@ class Sutera2021Table4(Target):
             for versus in ("Saabas", "TreeSHAP"):
                 part = ours[(ours["signed"] == signed) & (ours["versus"] == versus)
                             & (ours["correlation"] == "spearman")]
-                pct = part.set_index("dataset")["pct_ge_0.75"]
+                pct = part.groupby("dataset", sort=False)["pct_ge_0.75"].mean()
                 above_90 = int((pct > 90).sum())
                 above_80 = int(((pct > 80) & (pct <= 90)).sum())
                 rows.append({"reading": KINDS[kind], "versus": versus,
@@ -258,7 +236,9 @@ class Sutera2021Table4(Target):
                 f"{d}: " + ", ".join(f"{low[t][(d, False)]:.1f}/{low[t][(d, True)]:.1f}"
                                      for t in (0.0, 0.25, 0.5))
                 for d in DATASETS) + ". Not judged.",
-            "Rows explained (all / distinct): " + ", ".join(
+            f"Replicates: {REPLICATES[quick]} seeds per data set; the statistics of each: "
+            f"[{self.name}-replicates.csv]({self.name}-replicates.csv). Rows explained "
+            "(seed 0, all / distinct): " + ", ".join(
                 f"{k} {n}/{d}" for k, (n, d) in n_ours.items())
             + f". All per-row correlations: [{csv.name}]({csv.name}).",
         ]
@@ -273,7 +253,8 @@ class Sutera2021Table4(Target):
             table=table, figures=figures, notes=notes, results=results,
             verdict=page_verdict(results.values()),
             worst=f"{KINDS['abs']}: {worst}",
-            scale=(f"{'quick: ' if quick else ''}{n_trees(quick)} trees (K = 1) per data set; "
+            scale=(f"{'quick: ' if quick else ''}{n_trees(quick)} trees (K = 1) per data set, "
+                   f"{REPLICATES[quick]} replicates; "
                    f"digits: {max_explain('digits', quick)} seeded training rows explained"
                    + ("; breast cancer, wine, led (sampled): 80" if quick else "")),
             assumptions=[
@@ -286,11 +267,11 @@ class Sutera2021Table4(Target):
                 "Rows explained: the training rows; digits: a seeded subset "
                 f"({max_explain('digits', False)} at full scale), as TreeSHAP of 1000 deep "
                 "trees on all 1707 rows would take 40 min.",
-                "Standard errors: the explained (distinct) rows are a sample of the data set's "
-                "rows, and so are the paper's (Table 3's rows; the noise-free LED has 10 "
-                "distinct ones). Means and stds: ours from a bootstrap over our rows, the "
-                "paper's the same scaled to its number of rows; percentages: binomial, with "
-                "the fraction pooled over both samples.",
+                "Standard errors: the paper's numbers are one run (one forest, one learning "
+                "set for Led (sampled)); ours are the mean of independent replicates (seeds: "
+                "learning set, split, forest, explained rows) with its standard error, and the "
+                "replicates' standard deviation is the paper's standard error. The digits "
+                "subset makes that spread larger than for all rows (conservative).",
                 "Std is the population standard deviation (ddof = 0); a row whose correlation "
                 "is undefined (a constant vector) is left out.",
                 "Fig. 7's sentence on '> 90 % in four data sets, > 80 % in two' is read on the "
@@ -351,12 +332,14 @@ class Sutera2021Table4(Target):
 
 
 def label_column(ax, points: list[tuple[float, float]], texts: list[str],
-                 min_gap: float = 0.045) -> None:
+                 fontsize: float = 9) -> None:
     """Label scatter points from a column right of the axes, in the points' vertical order,
-    at least ``min_gap`` (axes fraction) apart, each joined to its point by a thin line: no
-    two labels can overlap, however close the points are."""
+    one text line (1.3 × the font size) apart at least, each joined to its point by a thin
+    line: no two labels can overlap, however close the points are."""
     if not points:
         return
+    height = ax.get_position().height * ax.figure.get_figheight()  # inches
+    min_gap = 1.3 * fontsize / 72 / height  # axes fraction
     order = np.argsort([y for _, y in points])
     low, high = ax.get_ylim()
     wanted = [(points[i][1] - low) / (high - low) for i in order]
@@ -367,6 +350,7 @@ def label_column(ax, points: list[tuple[float, float]], texts: list[str],
     if overflow > 0:  # shift the column down, keeping the gaps
         placed = [y - overflow for y in placed]
     for i, y in zip(order, placed):
-        ax.annotate(texts[i], xy=points[i], xycoords="data", xytext=(1.03, y),
-                    textcoords="axes fraction", fontsize=9, va="center",
+        ax.text(1.04, y, texts[i], transform=ax.transAxes, fontsize=fontsize, va="center")
+        ax.annotate("", xy=points[i], xycoords="data", xytext=(1.035, y),
+                    textcoords="axes fraction",
                     arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5})
