@@ -68,6 +68,16 @@ PUBLISHED = (
     PublishedResult("sutera.appendix-f", "003", "Appendix F",
                     "local MDI for regression (variance impurity): its properties",
                     "sutera2021-examples"),
+    PublishedResult("sutera.shapley", "003", "Thm 1 (Eq. 7), Thm 2 (Eq. 10), Eq. 13",
+                    "global and local MDI of totally randomized trees are the Shapley values of "
+                    "I(Y; S) and of v_loc(S; x) = H(Y) − H(Y | S = x_S); efficiency (Eqs. 5, "
+                    "12)", "sutera2021-examples"),
+    PublishedResult("sutera.local-irrelevance", "003", "Thms 3 and 4",
+                    "a variable locally irrelevant at x gets Imp_inf(X_m, x) = 0; irrelevant "
+                    "iff locally irrelevant at every x", "sutera2021-examples"),
+    PublishedResult("sutera.table3", "003", "Table 3",
+                    "the six classification data sets: numbers of samples and features",
+                    "sutera2021-table4"),
     PublishedResult("sutera.fig1", "003", "Fig. 1",
                     "global MDI and SAGE on LED for K = 1..7", "sutera2021-fig1"),
     PublishedResult("sutera.fig2", "003", "Fig. 2",

@@ -20,6 +20,7 @@ import pandas as pd
 from harness.api import explain, load_dataset
 from harness.core.spec import parse_spec
 from harness.core.types import Dataset
+from harness.datasets.led import led_population
 from harness.forest.models import fit_model
 from harness.oracle.exact_mdi import expected_mdi
 from harness.oracle.finite_table import DiscreteDistribution, shapley_values
@@ -128,7 +129,7 @@ def gallery_forests(quick: bool) -> list[tuple[str, str, str, int]]:
 
 
 class Sutera2021Examples(Target):
-    """Examples 1 and 2 of Appendix B, Eq. 9 on every forest of the Sutera pages, Appendix F.
+    """Examples 1 and 2 of Appendix B, Eq. 9 on every forest, Appendix F, Thms 1-4 exactly.
 
     Example 1 (Table 1): the eight conditional mutual informations of two binary outputs and
     the K = 2 importances, exactly (enumeration of the distribution; the exact expected MDI of
@@ -136,7 +137,9 @@ class Sutera2021Examples(Target):
     violates strong monotonicity for X1 and X2 (and that K = 1, Shapley values, does not).
     Example 2 (Table 2): the negative local MDI −0.19 (Thm 2, Eq. 10). Eq. 9: local MDI averaged
     over the learning set equals global MDI, on every forest the Sutera pages grow. Appendix F:
-    the variance version (Eqs. 20-24) on a finite regression distribution.
+    the variance version (Eqs. 20-24) on a finite regression distribution. Thms 1-4: global
+    and local MDI of totally randomized trees are Shapley values (brute force over orderings),
+    efficiency, and local irrelevance, exactly on LED and the examples.
     """
 
     name = "sutera2021-examples"
@@ -153,6 +156,7 @@ class Sutera2021Examples(Target):
         table2, example2 = self._example2(quick)
         context.say(f"{self.name}: Appendix F")
         table_f, appendix_f = self._appendix_f(quick)
+        theorems = self._theorems()
         context.say(f"{self.name}: Eq. 9 on every forest")
         eq9 = self._eq9(quick, context)
         # one judge call: the Bonferroni bound counts every number of the page
@@ -161,7 +165,7 @@ class Sutera2021Examples(Target):
         numbers = judge([c for _, c in keyed])
         numbers.insert(0, "result", [key for key, _ in keyed])
         claims = pd.DataFrame(example1["claims"] + example2["claims"] + appendix_f["claims"]
-                              + eq9["claims"])
+                              + eq9["claims"] + theorems)
         for _, row in claims.iterrows():
             rows.append({"result": row["result"], "label": row["label"],
                          "verdict": claim(bool(row["holds"])), "measured": row["measured"]})
@@ -170,7 +174,8 @@ class Sutera2021Examples(Target):
         table = table.where(table.notna(), "")  # claims have no numbers, numbers no 'measured'
         results = {key: page_verdict(table.loc[table["result"] == key, "verdict"])
                    for key in ("sutera.table1", "sutera.table2", "sutera.eq9",
-                               "sutera.appendix-f")}
+                               "sutera.appendix-f", "sutera.shapley",
+                               "sutera.local-irrelevance")}
         csv = context.gallery / f"{self.name}-eq9.csv"
         context.gallery.mkdir(parents=True, exist_ok=True)
         eq9["table"].to_csv(csv, index=False)
@@ -344,6 +349,59 @@ class Sutera2021Examples(Target):
         notes = [f"Example 2: Imp_inf(X1, 0) = {thm2:.5f} bits exactly (0.81128 − 1); "
                  f"forests on {SAMPLE_ROWS} rows: {mean:.5f} ± {se:.5f}."]
         return comparisons, {"claims": claims, "notes": notes}
+
+    # ---------------------------------------------------------------- Thms 1-4
+    @staticmethod
+    def _theorems() -> list[dict]:
+        """Thm 1 (Eq. 7), Thm 2 with Eq. 13, efficiency (Eqs. 5, 12), Thms 3-4, exactly, on
+        the LED population (p = 7, 7! orderings), on LED with one irrelevant bit, and on the
+        two examples."""
+        claims = []
+
+        def identity(key: str, label: str, gap: float) -> None:
+            claims.append({"result": key, "label": label, "holds": bool(gap <= 1e-9),
+                           "measured": f"max |gap| = {gap:.1e} bits"})
+
+        tables = {"LED": led_population(0.0), "Table 1, Y1": example1_table(1),
+                  "Table 1, Y2": example1_table(2), "Table 2": example2_table()}
+        gaps_global, gaps_local, gaps_efficiency = [], [], []
+        for X, y, prob in tables.values():
+            dist = DiscreteDistribution(X, y, prob)
+            p = X.shape[1]
+            gaps_global.append(np.abs(dist.thm1() - shapley_values(
+                p, dist.mutual_information)).max())
+            gaps_global.append(abs(dist.thm1().sum() - dist.mutual_information(range(p))))
+            points = np.unique(X, axis=0)
+            local = asymptotic_local_mdi(X, y, prob, points)
+            for x, values in zip(points, local):
+                v_loc = local_characteristic(X, y, prob, x)
+                gaps_local.append(np.abs(values - shapley_values(p, v_loc)).max())
+                gaps_efficiency.append(abs(values.sum() - v_loc(tuple(range(p)))))
+        names = ", ".join(tables)
+        identity("sutera.shapley", f"Thm 1 (Eq. 7): Imp_inf = Shapley values of I(Y; S), and "
+                 f"they sum to I(Y; V) (Eq. 5); {names}", float(max(gaps_global)))
+        identity("sutera.shapley", f"Eq. 13: Imp_inf(X_m, x) (Eq. 10) = Shapley values of "
+                 f"v_loc(S; x), every x; {names}", float(max(gaps_local)))
+        identity("sutera.shapley", f"efficiency: Σ_m Imp_inf(X_m, x) = H(Y) − H(Y | V = x), "
+                 f"every x; {names}", float(max(gaps_efficiency)))
+        X, y, prob = led_population(0.0, n_irrelevant=1)  # X8 = R1, a fair coin
+        points = np.unique(X, axis=0)
+        local = asymptotic_local_mdi(X, y, prob, points)
+        identity("sutera.local-irrelevance", "Thm 4: an irrelevant bit added to LED (locally "
+                 "irrelevant at every x, Thm 3) gets Imp_inf(R1, x) = 0 at every x",
+                 float(np.abs(local[:, 7]).max()))
+        X, y, prob = example1_table(1)
+        dist = DiscreteDistribution(X, y, prob)
+        relevant = min(dist.conditional_mutual_information(m, given)
+                       for m, given in ((0, ()), (1, (0,))))
+        nonzero = np.abs(asymptotic_local_mdi(X, y, prob, np.unique(X, axis=0))).max(axis=0)
+        claims.append({"result": "sutera.local-irrelevance",
+                       "label": "a globally relevant variable gets a non-zero Imp_inf(X_m, x) "
+                                "at some x (Sec. 4.4; Table 1, Y1)",
+                       "holds": bool(relevant > 0 and (nonzero > 1e-9).all()),
+                       "measured": "largest |Imp_inf(X_m, x)| over x: " + ", ".join(
+                           f"{_name(m)} {v:.3f}" for m, v in enumerate(nonzero))})
+        return claims
 
     # ---------------------------------------------------------------- Appendix F
     def _appendix_f(self, quick: bool):

@@ -31,7 +31,7 @@ from tests._support.gallery_pages import cell_timestamps, page_header, page_rows
 
 NAMES = ["sutera2021-table4", "sutera2021-fig1", "sutera2021-fig2", "sutera2021-fig3"]
 STORES = ["sutera2021-local-quick", "sutera2021-fig1-quick"]
-RESULTS = {"sutera2021-table4": {"sutera.table4", "sutera.fig7"},
+RESULTS = {"sutera2021-table4": {"sutera.table4", "sutera.fig7", "sutera.table3"},
            "sutera2021-fig1": {"sutera.fig1", "sutera.fig4"},
            "sutera2021-fig2": {"sutera.fig2"}, "sutera2021-fig3": {"sutera.fig3"}}
 

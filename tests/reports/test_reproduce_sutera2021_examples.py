@@ -21,7 +21,8 @@ from harness.reports.targets.verdict import REPRODUCED, WITHIN_MC
 from tests._support.gallery_pages import page_records, quick_gallery
 
 NAME = "sutera2021-examples"
-EXPECTED = {"sutera.table1", "sutera.table2", "sutera.eq9", "sutera.appendix-f"}
+EXPECTED = {"sutera.table1", "sutera.table2", "sutera.eq9", "sutera.appendix-f",
+            "sutera.shapley", "sutera.local-irrelevance"}
 
 
 @pytest.fixture(scope="module")
