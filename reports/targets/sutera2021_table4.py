@@ -337,8 +337,8 @@ class Sutera2021Table4(Target):
 
     def _fig7(self, samples: pd.DataFrame, context: TargetContext):
         """Our Fig. 7: per data set, the per-row correlations sorted increasingly."""
-        figure, axes = new_figure(ncols=3, nrows=2, width=3.4, height=2.8, wspace=0.3,
-                                  hspace=0.55)
+        figure, axes = new_figure(ncols=3, nrows=2, width=3.6, height=2.8, wspace=0.45,
+                                  hspace=0.6)
         styles = {(False, "pearson"): "-", (False, "spearman"): "--",
                   (True, "pearson"): ":", (True, "spearman"): "-."}
         colours = {"saabas": "tab:blue", "treeshap": "tab:orange"}
@@ -353,9 +353,9 @@ class Sutera2021Table4(Target):
                         ax.plot(np.linspace(0, 1, len(values)), values, style, color=colour,
                                 lw=1.0, label=(f"{LABELS[method]}, {correlation}, "
                                                f"{'signed' if signed else '|values|'}"))
-            ax.set_title(dataset, fontsize=10)
-            ax.set_xlabel("rows, by increasing correlation (fraction)")
+            ax.set_xlabel("row rank, by increasing correlation")
             ax.set_ylabel("correlation with local MDI")
+            ax.set_title(dataset, fontsize=10)
             ax.set_ylim(-1.05, 1.05)
         axes[0, 0].legend(fontsize=9, loc="upper left", bbox_to_anchor=(0.0, -2.0), ncol=2)
         return save_figure(figure, context.gallery / f"{self.name}-fig7.png")
