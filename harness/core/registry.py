@@ -67,6 +67,7 @@ BUILTIN_TARGETS: dict[str, str] = {
     "sutera2021-fig1": "harness.reports.targets.sutera2021_fig1:Sutera2021Fig1",
     "sutera2021-fig2": "harness.reports.targets.sutera2021_fig2:Sutera2021Fig2",
     "sutera2021-fig3": "harness.reports.targets.sutera2021_fig3:Sutera2021Fig3",
+    "sutera2021-examples": "harness.reports.targets.sutera2021_examples:Sutera2021Examples",
     "benard2022-sobol-mda": "harness.reports.targets.benard2022_sobol_mda:Benard2022SobolMDA",
     "benard2022-shaff": "harness.reports.targets.benard2022_shaff:Benard2022SHAFF",
     "scornet-mdi-bias": "harness.reports.targets.scornet_mdi_bias:ScornetMDIBias",

@@ -87,11 +87,12 @@ class LocalRun:
 
 
 def run_local(context: TargetContext, dataset: str, ks: list[int],
-              methods: tuple[str, ...] = LOCAL_METHODS) -> LocalRun:
+              methods: tuple[str, ...] = LOCAL_METHODS, seed: int = 0) -> LocalRun:
     """Run (or reuse) the local methods on ``dataset`` for the forests with ``max_features``
-    in ``ks``, through the runner, into the shared store :data:`STORE`."""
+    in ``ks``, through the runner, into the shared store :data:`STORE`. ``seed`` seeds the
+    data set (a sampled one), the train/test split, the forest and the rows explained."""
     grid = {"datasets": [dataset], "models": [forest(k, context.quick) for k in ks],
-            "methods": list(methods), "seeds": [0], "explain_on": "train",
+            "methods": list(methods), "seeds": [seed], "explain_on": "train",
             "max_explain": max_explain(dataset, context.quick)}
     cells = {cell.key: cell for cell in plan(**grid)}
     results = context.compare(STORE, timeout=CELL_TIMEOUT, **grid)
@@ -138,11 +139,12 @@ def correlations(run: LocalRun, signed: bool = False,
     return pd.concat(frames, ignore_index=True)
 
 
-def explained_data(dataset: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Features and classes of the explained rows (dataset row indices), seed 0 as in the
-    runs."""
+def explained_data(dataset: str, rows: np.ndarray,
+                   seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Features and classes of the explained rows (dataset row indices) of the run with
+    ``seed``."""
     name, grid = parse_spec(dataset)
-    data = load_dataset(name, seed=0, **{k: v[0] for k, v in grid.items()})
+    data = load_dataset(name, seed=seed, **{k: v[0] for k, v in grid.items()})
     return data.X[rows], data.y[rows]
 
 
@@ -153,3 +155,21 @@ def explained_labels(dataset: str, rows: np.ndarray) -> np.ndarray:
 
 def pair_label(a: str, b: str) -> str:
     return f"{LABELS[a]} vs {LABELS[b]}"
+
+
+def combine_readings(verdicts: dict[str, str]) -> str:
+    """The verdict of a result computed under each reading the source allows.
+
+    The common verdict where the readings agree (the worst of them where none deviates);
+    "not determined by the text" where one reading deviates and another does not (the gallery's
+    rule: a result that depends on what the source leaves open is not decided by picking the
+    reading that matches).
+    """
+    from harness.reports.targets.verdict import DEVIATES, UNDETERMINED, page_verdict
+
+    values = set(verdicts.values())
+    if not values:
+        raise ValueError("no reading to combine")
+    if DEVIATES in values and len(values) > 1:
+        return UNDETERMINED
+    return page_verdict(values)

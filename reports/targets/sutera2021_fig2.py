@@ -14,14 +14,17 @@ from harness.reports.targets._sutera import (
     run_local,
 )
 from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.reports.targets.verdict import claim, page_verdict, z_bound
 
 KS = {"digits": {False: [1, 2, 4, 8, 16, 32, 64], True: [1, 8, 64]},
       "led": {False: list(range(1, 8)), True: list(range(1, 8))}}
 FIGURE = {"digits": "Fig. 2", "led": "Fig. 6"}
-# "Close to 1": at least the lowest mean the paper itself reports for these data at K = 1
-# (Table 4: digits, local MDI vs TreeSHAP, Pearson 0.881) less 0.03.
-CLOSE_TO_ONE = 0.85
-# "The variation is impacted by K": the min-max band's width changes by at least this.
+# "Close to 1": at least the lowest mean the paper itself prints for these data at K = 1
+# (Table 4: digits, local MDI vs TreeSHAP, Pearson 0.881), within the Monte-Carlo error of
+# our mean (z* standard errors of the mean over rows).
+PAPER_LOWEST_MEAN = 0.881
+# "The variation is impacted by K": the min-max band's width changes by at least a tenth of
+# the correlation scale (our reading; the figure has no numbers).
 BAND_CHANGE = 0.1
 
 
@@ -45,12 +48,18 @@ def claims(summary: pd.DataFrame, dataset: str) -> list[dict]:
     """
     pearson = summary[summary["correlation"] == "pearson"]
     figure = FIGURE[dataset]
-    lowest = pearson.loc[pearson["mean"].idxmin()]
+    bound = z_bound(len(pearson))
+    se = pearson["std"] / np.sqrt(pearson["count"])
+    reach = pearson["mean"] + bound * se  # the mean at its Monte-Carlo upper limit
+    lowest = pearson.loc[reach.idxmin()]
     rows = [{"dataset": dataset, "figure": figure,
              "claim": "mean correlation stays close to 1 for all pairs and K",
-             "criterion": f"every mean Pearson >= {CLOSE_TO_ONE}",
-             "measured": f"lowest {lowest['mean']:.3f} ({lowest['pair']}, K = {lowest['k']})",
-             "holds": bool(lowest["mean"] >= CLOSE_TO_ONE)}]
+             "criterion": f"every mean Pearson + z*·s.e. >= {PAPER_LOWEST_MEAN} (Table 4's "
+                          "lowest mean)",
+             "measured": f"lowest {lowest['mean']:.3f} + {bound:.2f} × "
+                         f"{lowest['std'] / np.sqrt(lowest['count']):.3f} ({lowest['pair']}, "
+                         f"K = {lowest['k']})",
+             "holds": bool(reach.min() >= PAPER_LOWEST_MEAN)}]
     width = pearson.assign(width=pearson["max"] - pearson["min"])
     change = width.groupby("pair")["width"].agg(lambda w: w.max() - w.min())
     pair = change.idxmax()
@@ -109,33 +118,27 @@ class Sutera2021Fig2(Target):
 
     def _page(self, table, summary, figure, csv, scales, quick) -> TargetPage:
         # The paper states claim 3 with Fig. 2 (digits); on LED its own Table 4 (K = 1) has
-        # local MDI vs TreeSHAP at 1.000, which no Saabas-TreeSHAP mean can exceed.
+        # local MDI vs TreeSHAP at 1.000, which no Saabas-TreeSHAP mean can exceed: the LED
+        # row is shown, not judged.
         counted = ~((table["dataset"] == "led") & table["claim"].str.startswith("Saabas"))
+        table = table.assign(verdict=[claim(bool(h)) if c else "shown, not judged"
+                                      for h, c in zip(table["holds"], counted)])
+        verdict = page_verdict(table.loc[counted, "verdict"])
         failed = table[counted & ~table["holds"]]
         pearson = summary[summary["correlation"] == "pearson"]
-        notes = [f"{r.figure} ({r.dataset}), claim '{r.claim}': "
-                 f"{'holds' if r.holds else 'does not hold'} ({r.measured})."
-                 for r in table.itertuples()]
-        notes += [
-            "Claim 3 on LED is reported but not counted in the verdict: the paper states it "
-            "with Fig. 2 (digits), and its own Table 4 gives local MDI vs TreeSHAP on LED "
-            "a mean Pearson of 1.000 at K = 1, which Saabas vs TreeSHAP cannot exceed.",
+        notes = [
             "Mean Pearson per K (" + "; ".join(
                 f"{d} {p}: " + " ".join(f"{v:.3f}" for v in part["mean"])
                 for (d, p), part in pearson.groupby(["dataset", "pair"], sort=False))
             + f"). All statistics: [{csv.name}]({csv.name}).",
-            "Correlations are over the p features of one row, on absolute values (Sec. 6); "
-            "rows where a vector is constant are dropped.",
-            f"'Close to 1' is our reading ({CLOSE_TO_ONE}: the lowest mean the paper prints "
-            "in Table 4 for these data, 0.881, less 0.03); the figures have no numbers. Below "
-            "it: " + (", ".join(f"{r.dataset} {r.pair} K={r.k} ({r.mean:.3f})" for r in
-                                pearson[pearson["mean"] < CLOSE_TO_ONE].itertuples())
-                      or "nothing") + ".",
+            "Below Table 4's lowest mean (0.881): " + (", ".join(
+                f"{r.dataset} {r.pair} K={r.k} ({r.mean:.3f})" for r in
+                pearson[pearson["mean"] < PAPER_LOWEST_MEAN].itertuples()) or "nothing") + ".",
         ]
         worst = pearson.loc[pearson["min"].idxmin()]
         return TargetPage(
-            table=table, figures=[figure], notes=notes,
-            verdict="reproduced" if failed.empty else "deviates",
+            table=table, figures=[figure], notes=notes, verdict=verdict,
+            results={"sutera.fig2": verdict},
             worst=(("every counted claim holds" if failed.empty else
                     f"{len(failed)} claim(s) fail: " + "; ".join(
                         f"{r.dataset}: {r.claim}" for r in failed.itertuples()))
@@ -143,7 +146,20 @@ class Sutera2021Fig2(Target):
                    f"Pearson {worst['min']:.3f} ({worst['dataset']}, {worst['pair']}, "
                    f"K = {worst['k']})"),
             scale=(f"{'quick: ' if quick else ''}{n_trees(quick)} trees per K; "
-                   + "; ".join(scales)))
+                   + "; ".join(scales)),
+            assumptions=[
+                "Correlations are over the p features of one row, on absolute values (Sec. 6 "
+                "says so for Fig. 2); rows where a vector is constant are dropped.",
+                "'Close to 1' (the figure has no numbers): at least the lowest mean the paper "
+                f"prints for these data, {PAPER_LOWEST_MEAN} (Table 4, digits, K = 1), within "
+                "z* standard errors of our mean.",
+                f"'The variation is impacted by K': the min-max band width changes by at least "
+                f"{BAND_CHANGE} over K for some pair.",
+                "Claim 3 ('Saabas and TreeSHAP are closer to each other than to local MDI') is "
+                "stated with Fig. 2 (digits); on LED it is shown, not judged: the paper's own "
+                "Table 4 has local MDI vs TreeSHAP at 1.000 there.",
+                "Rows explained: the training rows (95 %); digits: a seeded subset.",
+            ])
 
     def _figure(self, summary: pd.DataFrame, context: TargetContext):
         context.gallery.mkdir(parents=True, exist_ok=True)
@@ -163,8 +179,8 @@ class Sutera2021Fig2(Target):
                 ax.set_xticks(sorted(part["k"].unique()),
                               [str(k) for k in sorted(part["k"].unique())])
                 ax.set_ylim(min(-0.05, float(np.nanmin(part["min"])) - 0.05), 1.02)
-                ax.set_title(f"{dataset} ({FIGURE[dataset]}): {correlation}", fontsize=9)
+                ax.set_title(f"{dataset} ({FIGURE[dataset]}): {correlation}", fontsize=10)
                 ax.set_xlabel("K (max_features)")
                 ax.set_ylabel("correlation of |local importances|")
-        axes[0, 1].legend(fontsize=7, loc="lower right")
+        axes[0, 1].legend(fontsize=9, loc="lower right")
         return save_figure(figure, context.gallery / f"{self.name}.png")
