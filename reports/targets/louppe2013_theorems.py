@@ -44,7 +44,7 @@ SEGMENTS = 7
 #: irrelevant bits added to LED (Breiman's 24-variable LED: 7 segments + 17 bits)
 IRRELEVANT = {False: 17, True: 8}
 #: scikit-learn trees (K = 1) on LED and on LED + irrelevant bits; paper-rule trees per K
-SKLEARN_TREES = {False: 2000, True: 60}
+SKLEARN_TREES = {False: 500, True: 60}
 GROWER_TREES = {False: 20_000, True: 2_000}
 #: exact: the Thm 1 sum over all 2**(p-1) subsets, computed directly, up to this many bits
 DIRECT_IRRELEVANT = 3
