@@ -32,7 +32,9 @@ DIGIT_SEGMENTS = np.array(
     dtype=np.int64,
 )
 
-MAX_POPULATION_ROWS = 2**20
+# 2**21 admits the 24-variable LED of Louppe et al. (2013) (7 segments + 17 irrelevant bits,
+# 10 * 2**17 rows) as a population
+MAX_POPULATION_ROWS = 2**21
 
 
 def _all_bits(width: int) -> np.ndarray:

@@ -61,6 +61,7 @@ REPORT_INDEX = "harness.reports.index:build_reports"
 
 BUILTIN_TARGETS: dict[str, str] = {
     "louppe2013-led": "harness.reports.targets.louppe2013_led:Louppe2013LED",
+    "louppe2013-theorems": "harness.reports.targets.louppe2013_theorems:Louppe2013Theorems",
     "geurts-xor": "harness.reports.targets.geurts_xor:GeurtsXOR",
     "geurts-masking": "harness.reports.targets.geurts_masking:GeurtsMasking",
     "sutera2021-table4": "harness.reports.targets.sutera2021_table4:Sutera2021Table4",

@@ -78,6 +78,7 @@ from harness.core.params import Interval, NoneValue, Options, Param, validate_pa
 
 FEATURE_THRESHOLD = 1e-7  # sklearn/tree/_partitioner.pxd: max - min <= this means constant
 TIE_TOLERANCE = 1e-12  # bits; improvements closer than this are ties
+MAX_TERM_COLUMNS = 16  # expected_mdi_terms keeps p * 2**p values per node
 
 _PARAMS = {
     "max_features": Param(1, (Interval(int, 1, None), NoneValue())),
@@ -266,10 +267,15 @@ def _win_probabilities(
 class _Recursion:
     """Memoised expected importance of the subtree below each reachable node."""
 
-    def __init__(self, X, y, w, k: int, max_depth: int | None, rule: str) -> None:
+    def __init__(
+        self, X, y, w, k: int, max_depth: int | None, rule: str, by_branch: bool = False
+    ) -> None:
         self.X, self.y, self.w = X, y, w
         self.k, self.max_depth, self.rule = k, max_depth, rule
         self.p = X.shape[1]
+        # by_branch: total[m, B] (B the bit mask of the variables used above the node) instead
+        # of total[m]; the paper rule's memo key already holds B, so subtrees are reusable.
+        self.shape = (self.p, 2**self.p) if by_branch else (self.p,)
         self.n_classes = int(y.max()) + 1
         self.memo: dict[tuple, np.ndarray] = {}
 
@@ -298,7 +304,7 @@ class _Recursion:
         return self.memo[key]
 
     def expand(self, rows: np.ndarray, used: int, depth: int) -> np.ndarray:
-        total = np.zeros(self.p)
+        total = np.zeros(self.shape)
         pure = len(np.unique(self.y[rows])) == 1
         if pure or (self.max_depth is not None and depth >= self.max_depth):
             return total
@@ -332,8 +338,69 @@ class _Recursion:
         for f, j in enumerate(pool):
             for c, chance in enumerate(wins[f]):
                 if chance > 0:
-                    total[j] += chance * weight * options[f][1][c]
+                    where = (j, used) if len(self.shape) == 2 else j
+                    total[where] += chance * weight * options[f][1][c]
                     below = used | 1 << j if self.rule == "paper" else 0
                     for child in children[f][c]:
                         total += chance * self.node(child, below, depth + 1)
         return total
+
+
+def expected_mdi_terms(X, y, weights=None, max_features: int | None = 1) -> np.ndarray:
+    """Exact expected MDI of one paper-rule tree split by the branch above each node, in bits.
+
+    Entry ``[m, B]`` (``B`` a bit mask over the columns, bit j for column j) is
+    ``E[sum_{t: v(t) = X_m, branch(t) = B} p(t) Delta i(t)]``: the part of the expected
+    importance of ``X_m`` (Louppe et al. 2013, Eq. 1) made at nodes whose ancestors split on
+    exactly the variables ``B`` (``rule="paper"`` of :func:`expected_mdi`: multiway splits, K
+    drawn among the unused variables). Summing over ``B`` gives :func:`expected_mdi`; summing
+    over the masks of ``|B| = k`` gives the degree-k term of the second-level decomposition
+    (seed 000, Eq. 2, outer sum). At ``max_features=1`` entry ``[m, B]`` equals
+    ``I(X_m; Y | B) / (C(p, |B|) (p - |B|))`` (the proof sketch of Thm 1: a branch B is drawn
+    with probability ``1/C(p, k)`` and ends on ``X_m`` in ``1/(p - k)`` of the cases), so the
+    third level of the decomposition can be checked term by term; at larger K only some
+    ``(m, B)`` are reached (masking).
+
+    Parameters
+    ----------
+    X, y, weights, max_features
+        As in :func:`expected_mdi`; at most :data:`MAX_TERM_COLUMNS` columns.
+
+    Returns
+    -------
+    ndarray of shape (p, 2**p)
+    """
+    params = validate_params(
+        "expected_mdi_terms",
+        {"max_features": _PARAMS["max_features"]},
+        {"max_features": max_features},
+    )
+    X, y, w = _validated_table(X, y, weights, "paper")
+    p = X.shape[1]
+    if p > MAX_TERM_COLUMNS:
+        raise BadInputError(
+            f"expected_mdi_terms keeps one value per (variable, subset of variables): X may "
+            f"have at most {MAX_TERM_COLUMNS} columns; got {p}."
+        )
+    k = p if params["max_features"] is None else params["max_features"]
+    if k > p:
+        raise InvalidParameterError(
+            f"The 'max_features' parameter of expected_mdi_terms must be an int in [1, {p}] "
+            f"(the number of columns of X) or None. Got {k!r} instead."
+        )
+    return _Recursion(X, y, w, k, None, "paper", by_branch=True).run()
+
+
+def degree_terms(terms: np.ndarray) -> np.ndarray:
+    """Sum ``terms[m, B]`` (from :func:`expected_mdi_terms`) over the masks of each size k.
+
+    Returns
+    -------
+    ndarray of shape (p, p)
+        ``[m, k]``: the degree-k term of ``Imp(X_m)`` (seed 000, Eq. 2, outer sum).
+    """
+    p = terms.shape[0]
+    if terms.shape != (p, 2**p):
+        raise ValueError(f"terms must have shape (p, 2**p); got {terms.shape}.")
+    sizes = np.array([bin(mask).count("1") for mask in range(2**p)])
+    return np.stack([terms[:, sizes == k].sum(axis=1) for k in range(p)], axis=1)

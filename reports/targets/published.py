@@ -41,8 +41,12 @@ PUBLISHED = (
     PublishedResult("louppe.led-splitter", "000", "LED table, K ≥ 2 columns",
                     "the K ≥ 2 columns grown under the paper's rule (K drawn among the variables "
                     "unused on the branch), beside scikit-learn's splitter", "louppe2013-led"),
-    PublishedResult("louppe.delta-i", "001", "worked impurity-decrease example",
+    PublishedResult("louppe.delta-i", "000", "'Variable importances in trees', worked example",
                     "Δi = 0.25 for the split of the example", "louppe2013-theorems"),
+    PublishedResult("louppe.thm1-branches", "000", "Thm 1, proof sketch (iii)",
+                    "at K = 1 a branch B of size k has probability 1/C(p,k) and X_m is tested "
+                    "at the end of 1/(p−k) of them (third level of the decomposition, term by "
+                    "term)", "louppe2013-theorems"),
     PublishedResult("louppe.thm2", "000", "Thm 2",
                     "the MDI of all variables sums to I(X1..Xp; Y)", "louppe2013-theorems"),
     PublishedResult("louppe.thm3", "000", "Thm 3",
@@ -53,8 +57,12 @@ PUBLISHED = (
     PublishedResult("louppe.degrees", "000", "decomposition by interaction degree",
                     "importances split by the degree of the conditioning set, K = 1 against "
                     "K = 7", "louppe2013-theorems"),
-    PublishedResult("louppe.degree-bound", "001", "bound on each degree's term",
-                    "each degree's term is bounded as the chapter states", "louppe2013-theorems"),
+    PublishedResult("louppe.degree-bound", "001", "Sec. 'Theoretical study', bound on each "
+                    "degree's term", "each of the p degree terms of Eq. 2 is at most H(Y)/p "
+                    "(C(p−1,k)/(C(p,k)(p−k)) = 1/p)", "louppe2013-theorems"),
+    PublishedResult("louppe.rf-masking", "000", "'Decomposition', last paragraph",
+                    "Theorems 1, 3 and 5 do not apply for Random Forests and variants (K > 1: "
+                    "masking)", "louppe2013-theorems"),
     # --- Sutera et al. 2021 (seed 003) ---
     PublishedResult("sutera.table1", "003", "Example 1 / Table 1",
                     "local MDI of the two-variable example (0.091, 0.269, 0.002, 0.180 and "
