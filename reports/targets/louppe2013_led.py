@@ -3,7 +3,7 @@
 Three kinds of "ours" stand beside each published number (seed 000, "Effect of randomization"):
 the exact expectation under the paper's growth rule (:func:`harness.oracle.exact_mdi.
 expected_mdi`, ``rule="paper"``: K drawn among the variables unused on the branch, multiway
-splits), actual forests grown under that rule (:mod:`harness.estimators.multiway_trees`), and
+splits), actual forests grown under that rule (:mod:`harness.oracle.multiway_trees`), and
 scikit-learn's ExtraTrees (with the exact expectation of its own splitter, ``rule="sklearn"``).
 The verdicts follow :mod:`harness.reports.targets.verdict`: the Thm 1 column and the Σ row are
 exact values printed truncated; the K columns are Monte-Carlo averages of the paper's forests,
@@ -24,8 +24,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from harness.api import load_dataset  # noqa: E402
-from harness.estimators.multiway_trees import grow_multiway_forest  # noqa: E402
 from harness.oracle.exact_mdi import expected_mdi  # noqa: E402
+from harness.oracle.multiway_trees import grow_multiway_forest  # noqa: E402
 from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
 from harness.reports.targets.verdict import (  # noqa: E402
     Comparison,
@@ -102,7 +102,7 @@ class Louppe2013LED(Target):
     Ours: the Thm 1 oracle (Louppe et al. 2013, Eq. 2); the exact expected MDI of
     :mod:`harness.oracle.exact_mdi` under the paper's rule (K drawn among the variables unused on
     the branch, multiway splits) and under scikit-learn's splitter; forests grown under the
-    paper's rule (:func:`harness.estimators.multiway_trees.grow_multiway_forest`); and
+    paper's rule (:func:`harness.oracle.multiway_trees.grow_multiway_forest`); and
     ExtraTrees forests (max_features = K, entropy, fully grown, no bootstrap). All on the
     10-row LED distribution (the population, each digit with probability 1/10).
     """
@@ -267,7 +267,7 @@ class Louppe2013LED(Target):
             f"exactly) as N_T ≈ {n_paper:.0f} (see `estimated_paper_trees`). Numbers of the K "
             "columns judged 'deviates' at other N_T: " + "; ".join(sensitivity) + ".",
             f"Paper-rule forests ({GROWER_TREES[quick]} trees per K, "
-            "`harness/estimators/multiway_trees.py`) against the exact paper-rule expectation: "
+            "`harness/oracle/multiway_trees.py`) against the exact paper-rule expectation: "
             f"χ²/dof = {np.mean(z_paper**2):.2f} over {len(z_paper)} terms, largest |z| = "
             f"{np.abs(z_paper).max():.2f}.",
             f"scikit-learn forests ({N_TREES[quick]} trees per K) against the exact "

@@ -11,7 +11,7 @@ of the p terms of the outer sum of Eq. 2.
 Exact values come from :mod:`harness.oracle` (conditional mutual informations of the finite LED
 distribution; the exact expected MDI of paper-rule trees, split by the branch above each node);
 Monte-Carlo values from scikit-learn ExtraTrees forests (``context.compare``) and from forests of
-the paper's multiway trees (:mod:`harness.estimators.multiway_trees`).
+the paper's multiway trees (:mod:`harness.oracle.multiway_trees`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from harness.datasets.led import led_population  # noqa: E402
-from harness.estimators.multiway_trees import grow_multiway_forest  # noqa: E402
 from harness.oracle.exact_mdi import degree_terms, expected_mdi, expected_mdi_terms  # noqa: E402
 from harness.oracle.finite_table import DiscreteDistribution  # noqa: E402
+from harness.oracle.multiway_trees import grow_multiway_forest  # noqa: E402
 from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
 from harness.reports.targets.verdict import (  # noqa: E402
     Comparison,

@@ -12,7 +12,6 @@ from harness.reports.targets.louppe2013_led import PUBLISHED
 from tests._support.gallery_pages import (
     cell_timestamps,
     page_records,
-    page_rows,
     quick_gallery,
 )
 

@@ -135,3 +135,13 @@ def test_index_prints_the_rule_the_assumptions_and_every_published_result(tmp_pa
     summary = json.loads((tmp_path / "louppe2013-theorems.json").read_text())
     assert summary["results"] == results and summary["seconds"] is None
     assert "| not recorded |" in index
+
+
+def test_every_published_result_has_a_registered_page_and_every_page_results():
+    """None silently absent: each catalogue entry names a built-in target, and each built-in
+    target reproduces at least one catalogued result."""
+    from harness.reports.targets.base import TARGETS
+    from harness.reports.targets.published import by_target
+
+    assert set(by_target()) <= set(TARGETS)
+    assert set(TARGETS) <= set(by_target())

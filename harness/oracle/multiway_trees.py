@@ -10,6 +10,9 @@ used, or when no unused variable varies in the node (every further split would b
 zero decrease, so stopping there does not change the MDI). At K = 1 these are the totally
 randomized trees of Thm 1.
 
+It sits in the oracle layer: a reference implementation of the paper's trees that the gallery
+sets beside scikit-learn's forests and the exact values, not an importance method.
+
 This is the growth rule that ``harness.oracle.exact_mdi.expected_mdi(rule="paper")`` computes
 exactly; :func:`grow_multiway_forest` grows actual trees under it, so the LED page can show
 forests of the paper's rule beside scikit-learn's (binary threshold splits, K drawn among all

@@ -1,4 +1,4 @@
-"""The paper-rule multiway tree grower (harness.estimators.multiway_trees): invariants.
+"""The paper-rule multiway tree grower (harness.oracle.multiway_trees): invariants.
 
 Oracles: Thm 2 of Louppe et al. (2013) (each fully grown tree's MDI sums to I(X; Y)), Thm 1
 (the K = 1 expectation, computed from conditional mutual informations by
@@ -15,9 +15,9 @@ from scipy.stats import norm
 
 from harness.core.errors import BadInputError, InvalidParameterError
 from harness.datasets.led import led_population
-from harness.estimators.multiway_trees import MAX_LEVELS, grow_multiway_forest
 from harness.oracle.exact_mdi import expected_mdi
 from harness.oracle.finite_table import DiscreteDistribution
+from harness.oracle.multiway_trees import MAX_LEVELS, grow_multiway_forest
 
 
 def _mutual_information(X, y, w) -> float:
