@@ -51,7 +51,7 @@ class Scale:
 
 
 FULL = Scale(50, (100, 300, 1000, 3000, 10000), 10, (100, 300, 1000, 3000), 40)
-QUICK = Scale(20, (100, 10000), 3, (100, 3000), 6)
+QUICK = Scale(20, (100, 10000), 3, (100, 3000), 4)
 
 
 def max_leaves(n: int, kind: str) -> int:
