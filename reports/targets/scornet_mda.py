@@ -453,8 +453,7 @@ class ScornetMDA(Target):
                                 yerr=2 * stats["std"] / np.sqrt(stats["count"]), marker=marker,
                                 color=colour, capsize=2, lw=1,
                                 label=f"{variable}" if reading == "default forest" else None)
-            ax.set_xscale("log")
-            ax.set_xlabel("n (training rows)")
+            _n_axis(ax, sorted(runs["n"].unique()))
             ax.set_title(f"{name} MDA → {'2 ' if factor == 2 else ''}V[Y] ST (dotted)")
         axes[0].set_ylabel("MDA (squared units of Y)")
         axes[0].legend(fontsize=9, title="o default, □ (A3)-like", title_fontsize=9)
@@ -492,12 +491,14 @@ class ScornetMDA(Target):
                                     yerr=2 * stats["std"] / np.sqrt(stats["count"]),
                                     marker=marker, color=colour, capsize=2, lw=1,
                                     label=variable if reading == "default forest" else None)
-                ax.set_xscale("log")
-                ax.set_xlabel("n (training rows)")
+                _n_axis(ax, sorted(runs["n"].unique()))
                 ax.set_title(f"{name} MDA, ρ = {rho}", fontsize=11)
                 ax.tick_params(labelsize=9)
             axes[row][0].set_ylabel("MDA (squared units of Y)")
-        axes[0][0].legend(fontsize=9, title="o default, □ (A3)-like", title_fontsize=9)
+        # the Ishwaran-Kogalur panel of the first ρ has room above its curves
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        axes[0][2].legend(handles, labels, fontsize=9, title="o default, □ (A3)-like",
+                          title_fontsize=9, loc="upper right")
         fig.suptitle("Dependent inputs: dotted = proposition's limit (TT, BC: V[Y]ST + "
                      "V[Y]ST_mg + MDA3; IK: V[Y]ST + MDA3); dashed = 2 V[Y]ST or V[Y]ST",
                      fontsize=11)
@@ -506,3 +507,11 @@ class ScornetMDA(Target):
         fig.savefig(path, dpi=110)
         plt.close(fig)
         return path
+
+
+def _n_axis(ax, sizes: list[int]) -> None:
+    """A log n axis labelled at our n values only (no overlapping minor labels)."""
+    ax.set_xscale("log")
+    ax.set_xticks(sizes, [str(n) for n in sizes])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel("n (training rows)")
