@@ -34,6 +34,7 @@ BIAS_NOISE, RANK_NOISE = 3.0, 12.0  # σ² of the two figures of the slides
 EARLY, DEPTH, FULL_GROWN = "early-stopped, leaves", "early-stopped, depth", "fully grown"
 EARLY_KINDS = (EARLY, DEPTH)
 KINDS = (EARLY, DEPTH, FULL_GROWN)
+COLOURS = {EARLY: "tab:blue", DEPTH: "tab:green", FULL_GROWN: "tab:orange"}
 EQUITABLE_TOLERANCE = 0.2  # relative gap allowed between each MDI's noise share and σ²/p
 RANKING_CLAIM = "early-stopped forests rank more accurately than fully grown ones"
 RETRIEVED_CLAIM = "the correct order is accurately retrieved (σ² = 12)"
@@ -329,8 +330,11 @@ class ScornetMDIBias(Target):
         for kind, part in summary.groupby("trees"):
             error = 1.96 * np.sqrt(part["mean"] * (1 - part["mean"]) / part["count"])
             axes[2].errorbar(part["n"], 100 * part["mean"], yerr=100 * error, marker="o",
-                             capsize=3, label=kind)
+                             capsize=3, label=kind, color=COLOURS[kind])
         axes[2].set_xscale("log")
+        sizes = sorted(rank["n"].unique())
+        axes[2].set_xticks(sizes, [str(n) for n in sizes])
+        axes[2].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         axes[2].set_ylim(0, 105)
         axes[2].set_xlabel("n")
         axes[2].set_ylabel("% correct ranking (X3 > X2 > X1)")
@@ -346,10 +350,7 @@ class ScornetMDIBias(Target):
 def _boxes(ax, runs: pd.DataFrame, column: str) -> None:
     """Boxes of ``column`` over the repetitions, per n (categorical axis) and kind of tree."""
     sizes = sorted(runs["n"].unique())
-    for shift, (kind, colour) in zip((-0.27, 0.0, 0.27), ((EARLY, "tab:blue"),
-                                                         (DEPTH, "tab:green"),
-                                                         (FULL_GROWN, "tab:orange")),
-                                     strict=True):
+    for shift, (kind, colour) in zip((-0.27, 0.0, 0.27), COLOURS.items(), strict=True):
         data = [runs.loc[(runs["n"] == n) & (runs["trees"] == kind), column] for n in sizes]
         boxes = ax.boxplot(data, positions=np.arange(len(sizes)) + shift, widths=0.24,
                            patch_artist=True, medianprops={"color": "black"})
