@@ -117,6 +117,11 @@ PUBLISHED = (
                     "scornet-mdi-bias"),
     PublishedResult("scornet.mda-toy", "002", "MDA toy example (2.7)",
                     "the MDA variants on the toy example", "scornet-mda"),
+    PublishedResult("scornet.mda-dependent", "002", "MDA decomposition proposition (dependent "
+                    "inputs)",
+                    "Train-Test and Breiman-Cutler MDA → V[Y]·ST + V[Y]·ST_mg + MDA_3, "
+                    "Ishwaran-Kogalur MDA → V[Y]·ST + MDA_3 (Bénard et al. 2022a), and the MDA "
+                    "inflated by MDA_3 for dependent inputs", "scornet-mda"),
     PublishedResult("scornet.mda-limits", "002", "MDA limits corollary",
                     "limits of Train-Test, Breiman-Cutler and Ishwaran-Kogalur MDA",
                     "scornet-mda"),
