@@ -6,8 +6,8 @@ bootstrap draws (``estimators_samples_``) and its criterion names; everything el
 model through :class:`harness.forest.view.ForestView`. A single ``DecisionTreeClassifier`` /
 ``DecisionTreeRegressor`` is read as a forest of one tree grown on every training row, which is
 what it is (a one-tree forest with ``bootstrap=False`` and ``max_features=None`` grows the same
-tree), so every kernel explains it unchanged; it has no out-of-bag rows. Another tree library is added by
-writing one more adapter like :class:`SklearnForestAdapter` and listing it in
+tree), so every kernel explains it unchanged; it has no out-of-bag rows. Another tree library
+is added by writing one more adapter like :class:`SklearnForestAdapter` and listing it in
 :data:`harness.forest.view.ADAPTERS`.
 """
 
