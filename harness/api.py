@@ -49,14 +49,16 @@ def explain(
     method: str | Method, model, X, y=None, seed: int = 0, sample_weight=None,
     progress: bool = False, **params: Any
 ) -> Importances:
-    """Explain a fitted scikit-learn RandomForest/ExtraTrees with one importance method.
+    """Explain a fitted tree model (a scikit-learn RandomForest/ExtraTrees or DecisionTree)
+    with one importance method.
 
     Parameters
     ----------
     method : str or Method
         A registered name (``"local_mdi"``) or a configured Method instance.
-    model : fitted RandomForest/ExtraTrees classifier or regressor
-        Any such forest, fitted by the harness or not.
+    model : fitted RandomForest/ExtraTrees/DecisionTree classifier or regressor
+        Any such model, fitted by the harness or not (a single tree is explained as a forest
+        of one tree; it has no out-of-bag rows).
     X : array-like or DataFrame of shape (n, p)
         Rows to explain (global methods use them only where they need data). When X has
         string column names and the model knows its feature names (``feature_names_in_``,

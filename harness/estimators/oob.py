@@ -73,8 +73,9 @@ class OOBMethod(LossMethod):
     def skip(self, model: Any, data: ExplainData) -> str | None:
         reason = super().skip(model, data)
         if reason is None and not forest_view(model).bootstrap:
-            reason = (f"{self.name} needs out-of-bag rows, but the forest was grown without "
-                      "bootstrap (ExtraTrees' default); grow it with bootstrap=True.")
+            reason = (f"{self.name} needs out-of-bag rows, but the model was grown without "
+                      "bootstrap (a single tree, or ExtraTrees' default); grow a forest with "
+                      "bootstrap=True.")
         return reason
 
     def permutation_pass(self, inputs: OOBInputs, loss: Loss, rng: np.random.Generator,

@@ -1,9 +1,13 @@
-"""The scikit-learn adapter: how a fitted RandomForest/ExtraTrees stores its trees.
+"""The scikit-learn adapter: how a fitted RandomForest/ExtraTrees or a single decision tree
+stores its trees.
 
 This is the one module that reads scikit-learn's tree arrays (``estimator.tree_``), its
 bootstrap draws (``estimators_samples_``) and its criterion names; everything else sees the
-model through :class:`harness.forest.view.ForestView`. Another tree library is added by
-writing one more adapter like :class:`SklearnForestAdapter` and listing it in
+model through :class:`harness.forest.view.ForestView`. A single ``DecisionTreeClassifier`` /
+``DecisionTreeRegressor`` is read as a forest of one tree grown on every training row, which is
+what it is (a one-tree forest with ``bootstrap=False`` and ``max_features=None`` grows the same
+tree), so every kernel explains it unchanged; it has no out-of-bag rows. Another tree library
+is added by writing one more adapter like :class:`SklearnForestAdapter` and listing it in
 :data:`harness.forest.view.ADAPTERS`.
 """
 
@@ -18,6 +22,7 @@ from sklearn.ensemble import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from harness.core.errors import BadInputError
 from harness.forest.flat import FlatTree
@@ -28,6 +33,12 @@ FOREST_TYPES = (
     ExtraTreesClassifier,
     ExtraTreesRegressor,
 )
+TREE_TYPES = (DecisionTreeClassifier, DecisionTreeRegressor)
+
+
+def fitted_trees(model) -> list:
+    """The fitted trees of a forest, or the tree itself (a forest of one)."""
+    return [model] if isinstance(model, TREE_TYPES) else list(model.estimators_)
 
 
 def flatten_tree(estimator, classifier: bool) -> FlatTree:
@@ -80,18 +91,20 @@ def impurity_unit(model) -> str:
 
 
 class SklearnForestAdapter:
-    """Reads fitted scikit-learn RandomForest/ExtraTrees classifiers and regressors."""
+    """Reads fitted scikit-learn RandomForest/ExtraTrees and DecisionTree classifiers and
+    regressors."""
 
     library = "scikit-learn"
-    description = "scikit-learn " + ", ".join(cls.__name__ for cls in FOREST_TYPES)
+    description = "scikit-learn " + ", ".join(cls.__name__ for cls in FOREST_TYPES + TREE_TYPES)
 
     @classmethod
     def accepts(cls, model) -> bool:
-        return isinstance(model, FOREST_TYPES)
+        return isinstance(model, FOREST_TYPES + TREE_TYPES)
 
     @classmethod
     def check(cls, model) -> None:
-        if not hasattr(model, "estimators_"):
+        fitted = "tree_" if isinstance(model, TREE_TYPES) else "estimators_"
+        if not hasattr(model, fitted):
             raise BadInputError(f"The {type(model).__name__} is not fitted; call fit() first.")
         if getattr(model, "n_outputs_", 1) != 1:
             raise BadInputError(
@@ -103,7 +116,7 @@ class SklearnForestAdapter:
         classifier = hasattr(model, "classes_")
         return {
             "library": cls.library, "kind": type(model).__name__, "classifier": classifier,
-            "n_features": int(model.n_features_in_), "n_trees": len(model.estimators_),
+            "n_features": int(model.n_features_in_), "n_trees": len(fitted_trees(model)),
             "classes": np.asarray(model.classes_) if classifier else None,
             "impurity_unit": impurity_unit(model),
             "bootstrap": bool(getattr(model, "bootstrap", False)),
@@ -113,7 +126,7 @@ class SklearnForestAdapter:
     @classmethod
     def flat_trees(cls, model) -> list[FlatTree]:
         classifier = hasattr(model, "classes_")
-        return [flatten_tree(est, classifier) for est in model.estimators_]
+        return [flatten_tree(est, classifier) for est in fitted_trees(model)]
 
     @classmethod
     def inbag_counts(cls, model) -> np.ndarray:
@@ -127,7 +140,7 @@ class SklearnForestAdapter:
                 f"Cannot tell how many rows this {type(model).__name__} was fitted on; the OOB "
                 "methods need a forest fitted by scikit-learn's fit()."
             )
-        counts = np.empty((n, len(model.estimators_)), dtype=np.int32)
+        counts = np.empty((n, len(fitted_trees(model))), dtype=np.int32)
         if not getattr(model, "bootstrap", False):
             counts[:] = 1
         else:
@@ -137,7 +150,7 @@ class SklearnForestAdapter:
 
     @classmethod
     def trees_signature(cls, model) -> tuple:
-        return tuple(id(tree) for tree in model.estimators_)
+        return tuple(id(tree) for tree in fitted_trees(model))
 
     @classmethod
     def predict_output(cls, model, X: np.ndarray) -> np.ndarray:
