@@ -128,7 +128,7 @@ def test_xor_population_and_sampling():
         ("led", {"n_samples": 0}, "The 'n_samples' parameter of led must be "),
         ("led", {"noise": 0.6}, "The 'noise' parameter of led must be a float in [0, 0.5]"),
         ("led", {"n_irrelevant": -1}, "The 'n_irrelevant' parameter of led must be"),
-        ("led", {"noise": 0.1, "n_irrelevant": 20}, "must be an int in [0, 9] when"),
+        ("led", {"noise": 0.1, "n_irrelevant": 20}, "must be an int in [0, 10] when"),
         ("led", {"colour": 1}, "led has no parameter 'colour'"),
         ("xor", {"eps": 0.0}, "The 'eps' parameter of xor must be a float in (0, 0.5]"),
         ("friedman1", {"n_features": 4}, "The 'n_features' parameter of friedman1 must be"),
