@@ -16,5 +16,7 @@ class RandomSubspace(SubspaceMethod):
     """
 
     name = "rs"
+    # 2: 'sampled more than L times' (strictly); per-draw importance and sampled counts
+    version = 2
     summary = "random subspace: accumulated MDI of trees grown on q random features"
     parameters = SUBSPACE_PARAMETERS

@@ -36,6 +36,8 @@ class SHAFF(OOBMethod):
     """
 
     name = "shaff"
+    # 2: exact singletons and complements, K = max(128, 2p), null players get exactly 0
+    version = 2
     scope = "global"
     family = "shapley"
     summary = "SHAFF: Shapley effects by projected OOB forests (Bénard et al. 2022)"

@@ -17,6 +17,8 @@ class SequentialRandomSubspace(SubspaceMethod):
     """
 
     name = "srs"
+    # 2: F follows the slides' step 2.3 (features are added and stay); L is strict
+    version = 2
     summary = "sequential random subspace: RS seeded with the features found relevant"
     parameters = {
         **SUBSPACE_PARAMETERS,

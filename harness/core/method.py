@@ -69,6 +69,10 @@ class Method:
     #: in the method's own units: e.g. (0, 1) for a total Sobol index or a Shapley effect
     #: normalised by Var(Y). Estimates outside it are noise or bias, and the report flags them.
     value_range: ClassVar[tuple[float | None, float | None]] = (None, None)
+    #: Raised by one whenever a change makes the method compute something else for the same
+    #: parameters: it enters the cell key (:attr:`harness.run.cells.Cell.key`), so a store
+    #: never hands back a result the earlier code computed as if it were the new one's.
+    version: ClassVar[int] = 1
 
     def __init__(self, **params: Any) -> None:
         self.params = validate_params(self.name, self.parameters, params)

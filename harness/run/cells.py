@@ -31,16 +31,20 @@ class Cell:
 
     @property
     def key(self) -> str:
-        payload = json.dumps(
-            {
-                "dataset": [self.dataset.name, self.dataset.params],
-                "model": [self.model.forest, self.model.params],
-                "seed": self.seed,
-                "method": [self.method.name, self.method.params],
-                "explain_on": self.explain_on, "max_explain": self.max_explain,
-            },
-            sort_keys=True, default=list,
-        )
+        """Hash of everything that decides the cell's result: the resolved specs, the seed,
+        the rows explained and the method's :attr:`~harness.core.method.Method.version`
+        (left out at version 1, so that the keys of stores written before versions existed
+        still match)."""
+        identity = {
+            "dataset": [self.dataset.name, self.dataset.params],
+            "model": [self.model.forest, self.model.params],
+            "seed": self.seed,
+            "method": [self.method.name, self.method.params],
+            "explain_on": self.explain_on, "max_explain": self.max_explain,
+        }
+        if self.method.version != 1:
+            identity["method_version"] = self.method.version
+        payload = json.dumps(identity, sort_keys=True, default=list)
         return hashlib.sha1(payload.encode()).hexdigest()
 
     @property

@@ -186,3 +186,27 @@ def test_cells_fork_safely_after_the_parent_ran_parallel_kernels(tmp_path, iris)
         out=tmp_path / "run", jobs=2, timeout=PATIENCE, reports=False,
     )
     assert summary.line() == "cells: 1 total, 1 done (0 reused), 0 skipped, 0 error, 0 timeout"
+
+
+class Versioned(Method):
+    name, scope, family = "test_versioned", "global", "test"
+
+    def _explain(self, model, data, rng):
+        return Importances(np.full(data.X.shape[1], float(self.version)), "global",
+                           data.feature_names, "one", "x")
+
+
+class VersionedTwo(Versioned):
+    version = 2
+
+
+def test_a_cell_stored_by_an_earlier_version_of_a_method_is_not_reused(tmp_path):
+    """A method whose code now computes something else for the same parameters raises its
+    ``version``; its stored cells are then recomputed, not handed back as the new result."""
+    grid = dict(datasets=["iris"], models=["extra_trees[n_estimators=3]"], out=tmp_path,
+                reports=False)
+    harness.compare(methods=[Versioned()], **grid)
+    same = harness.compare(methods=[Versioned()], **grid)
+    assert same.line() == "cells: 1 total, 1 done (1 reused), 0 skipped, 0 error, 0 timeout"
+    changed = harness.compare(methods=[VersionedTwo()], **grid)
+    assert changed.line() == "cells: 1 total, 1 done (0 reused), 0 skipped, 0 error, 0 timeout"
