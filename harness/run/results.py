@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +50,13 @@ class RunResults:
         keep = [c for c in cells.columns if c not in ("vals", "std", "base_values",
                                                       "sample_index")]
         return cls(Path(folder), cells[keep], models, store)
+
+    def restricted(self, keys: Iterable[str]) -> RunResults:
+        """This run seen through the cells ``keys`` only: the current grid of a store that
+        also keeps the cells of earlier grids (or of an earlier version of a method)."""
+        wanted = set(keys)
+        cells = self.cells[self.cells["key"].isin(wanted)].reset_index(drop=True)
+        return RunResults(self.folder, cells, self.models, self.store)
 
     def derived(self, name: str, build: Callable[[RunResults], pd.DataFrame]) -> pd.DataFrame:
         """A table computed from this run by ``build(self)``, built once per opened run and

@@ -59,14 +59,20 @@ class TargetContext:
 
     def compare(self, name: str, **grid) -> RunResults:
         """Run ``grid`` (``compare``'s arguments) into the target's store; return its
-        results. Cells stored by an earlier run are reused."""
-        from harness.run.runner import compare
+        results, restricted to the cells of this grid. Cells stored by an earlier run are
+        reused; cells of earlier grids (or of an earlier version of a method) that the store
+        also keeps are not read."""
+        import inspect
 
+        from harness.run.runner import compare, plan
+
+        planned = plan(**{key: value for key, value in grid.items()
+                          if key in inspect.signature(plan).parameters})
         folder = self.store(name)
         self.say(f"{name}: running the grid in {folder}")
         grid.setdefault("jobs", self.jobs)
         compare(out=folder, reports=False, **grid)
-        return RunResults.open(folder)
+        return RunResults.open(folder).restricted(cell.key for cell in planned)
 
 
 @dataclass

@@ -7,6 +7,7 @@ import pytest
 
 from harness.core.errors import UnknownNameError
 from harness.reports.targets.base import TARGETS, reproduce
+from harness.run.results import RunResults
 
 
 def test_unknown_target_is_refused_before_anything_runs(tmp_path):
@@ -37,3 +38,16 @@ def test_cli_bad_targets_are_one_line_and_write_nothing(tmp_path, capsys, argv, 
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0]
     assert not any(tmp_path.iterdir())
+
+
+def test_a_target_reads_only_the_cells_of_its_current_grid(tmp_path):
+    """A target's store keeps the cells of its earlier grids (and of earlier versions of a
+    method); the results a target gets back hold the cells of the grid it ran, only."""
+    from harness.reports.targets.base import TargetContext
+
+    context = TargetContext(tmp_path / "gallery", tmp_path / "runs", quick=True)
+    grid = dict(datasets=["iris"], models=["extra_trees[n_estimators=3]"], seeds=[0])
+    context.compare("t", methods=["mdi", "saabas"], **grid)
+    later = context.compare("t", methods=["mdi"], **grid)
+    assert later.cells_table()["method"].tolist() == ["mdi"]
+    assert len(later.cells) == 1 and len(RunResults.open(context.store("t")).cells) == 2
