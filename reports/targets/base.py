@@ -49,6 +49,8 @@ class TargetContext:
     quick: bool
     jobs: int | None = None
     progress: Callable[[str], None] | None = None
+    #: keys of the cells each store was asked for during this run (see :meth:`compare`)
+    planned: dict[str, set[str]] = field(default_factory=dict, repr=False)
 
     def store(self, name: str) -> Path:
         return self.store_root / (f"{name}-quick" if self.quick else name)
@@ -59,20 +61,23 @@ class TargetContext:
 
     def compare(self, name: str, **grid) -> RunResults:
         """Run ``grid`` (``compare``'s arguments) into the target's store; return its
-        results, restricted to the cells of this grid. Cells stored by an earlier run are
-        reused; cells of earlier grids (or of an earlier version of a method) that the store
-        also keeps are not read."""
+        results, restricted to the cells of the grids run into this store during this run
+        (a target may run its grid in parts). Cells stored by an earlier run are reused;
+        cells of other grids (or of an earlier version of a method) that the store also
+        keeps are not read."""
         import inspect
 
         from harness.run.runner import compare, plan
 
-        planned = plan(**{key: value for key, value in grid.items()
-                          if key in inspect.signature(plan).parameters})
+        planned = self.planned.setdefault(name, set())
+        planned.update(cell.key for cell in plan(
+            **{key: value for key, value in grid.items()
+               if key in inspect.signature(plan).parameters}))
         folder = self.store(name)
         self.say(f"{name}: running the grid in {folder}")
         grid.setdefault("jobs", self.jobs)
         compare(out=folder, reports=False, **grid)
-        return RunResults.open(folder).restricted(cell.key for cell in planned)
+        return RunResults.open(folder).restricted(planned)
 
 
 @dataclass

@@ -41,13 +41,26 @@ def test_cli_bad_targets_are_one_line_and_write_nothing(tmp_path, capsys, argv, 
 
 
 def test_a_target_reads_only_the_cells_of_its_current_grid(tmp_path):
-    """A target's store keeps the cells of its earlier grids (and of earlier versions of a
-    method); the results a target gets back hold the cells of the grid it ran, only."""
+    """A target's store keeps the cells of earlier runs' grids (and of earlier versions of a
+    method); the results a target gets back hold the cells of the grids it ran, only."""
     from harness.reports.targets.base import TargetContext
 
-    context = TargetContext(tmp_path / "gallery", tmp_path / "runs", quick=True)
     grid = dict(datasets=["iris"], models=["extra_trees[n_estimators=3]"], seeds=[0])
-    context.compare("t", methods=["mdi", "saabas"], **grid)
+    earlier = TargetContext(tmp_path / "gallery", tmp_path / "runs", quick=True)
+    earlier.compare("t", methods=["mdi", "saabas"], **grid)
+    context = TargetContext(tmp_path / "gallery", tmp_path / "runs", quick=True)
     later = context.compare("t", methods=["mdi"], **grid)
     assert later.cells_table()["method"].tolist() == ["mdi"]
     assert len(later.cells) == 1 and len(RunResults.open(context.store("t")).cells) == 2
+
+
+def test_a_target_that_runs_its_grid_in_parts_reads_every_part(tmp_path):
+    from harness.reports.targets.base import TargetContext
+
+    grid = dict(datasets=["iris"], models=["extra_trees[n_estimators=3]"], methods=["mdi"])
+    stale = TargetContext(tmp_path / "gallery", tmp_path / "runs", quick=True)
+    stale.compare("t", seeds=[9], **grid)  # an earlier run's grid, kept in the store
+    context = TargetContext(tmp_path / "gallery", tmp_path / "runs", quick=True)
+    context.compare("t", seeds=[0], **grid)
+    both = context.compare("t", seeds=[1], **grid)
+    assert sorted(both.cells_table()["seed"].tolist()) == [0, 1]
