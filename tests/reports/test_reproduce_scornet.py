@@ -271,7 +271,8 @@ def test_mda_dependent_decomposition(gallery):
 
 
 def test_rerun_reuses_every_stored_cell(gallery):
-    for name in ("scornet-mdi-bias", "scornet-mda"):
+    """The bias page runs its grid in parts: a rerun must find every part in its store."""
+    for name in ("scornet-mdi-bias",):
         store = gallery / "runs" / f"{name}-quick"
         created = cell_timestamps(store)
         assert created
