@@ -22,6 +22,7 @@ class LocalMDI(Method):
     """
 
     name = "local_mdi"
+    model_needs = ("node_impurity",)
     scope = "local"
     family = "mdi"
     summary = "local MDI (Sutera et al. 2021, Eq. 8), impurity units per sample"

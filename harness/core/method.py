@@ -44,6 +44,18 @@ class ExplainData:
     progress: Callable[[float], None] | None = None
 
 
+#: What a method may need from a model beyond its splits and leaf values, and which models
+#: have it (the forest view's ``capabilities``). A method lists its needs in ``model_needs``;
+#: the explain protocol skips, with this text as the reason, a model that lacks one.
+MODEL_CAPABILITIES: dict[str, str] = {
+    "node_impurity": "node impurities i(t) (scikit-learn trees, forests and "
+                     "GradientBoosting; boosting libraries store split gains only)",
+    "inbag": "each tree's in-bag rows, so that out-of-bag rows exist (scikit-learn forests "
+             "grown with bootstrap=True; not single trees, boosting, or LightGBM's bagging, "
+             "which keeps none)",
+}
+
+
 class Method:
     """Base class of importance methods (see DESIGN.md, "Contracts")."""
 
@@ -52,6 +64,8 @@ class Method:
     family: ClassVar[str] = ""
     tasks: ClassVar[tuple[str, ...]] = ("classification", "regression")
     requires: ClassVar[tuple[str, ...]] = ()
+    #: Keys of :data:`MODEL_CAPABILITIES` the method needs from the model.
+    model_needs: ClassVar[tuple[str, ...]] = ()
     needs_y: ClassVar[bool] = False
     #: Which rows the runner gives the method: None for the run's ``explain_on`` rows (capped
     #: by ``max_explain``), "train" for every training row in fit order (the OOB methods),

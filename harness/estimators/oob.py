@@ -65,18 +65,11 @@ class OOBMethod(LossMethod):
     """Base of the out-of-bag methods: they take the training rows, in fit order."""
 
     rows: ClassVar[str | None] = "train"
+    model_needs: ClassVar[tuple[str, ...]] = ("inbag",)
 
     @classmethod
     def share(cls, model: Any) -> None:
         forest_view(model).build("inbag", "packed")
-
-    def skip(self, model: Any, data: ExplainData) -> str | None:
-        reason = super().skip(model, data)
-        if reason is None and not forest_view(model).bootstrap:
-            reason = (f"{self.name} needs out-of-bag rows, but the model was grown without "
-                      "bootstrap (a single tree, or ExtraTrees' default); grow a forest with "
-                      "bootstrap=True.")
-        return reason
 
     def permutation_pass(self, inputs: OOBInputs, loss: Loss, rng: np.random.Generator,
                          ensemble: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -13,12 +13,24 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def as_float32_rows(X: np.ndarray) -> np.ndarray:
+    """Rows as C-contiguous float32, the precision scikit-learn routes with."""
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
 @dataclass
 class FlatTree:
     """One fitted tree as contiguous arrays (leaves have ``left == -1``).
 
     ``value`` is (n_nodes, n_values): class probabilities for classifiers (rows sum to one,
-    whatever scikit-learn version stored counts or fractions), the node mean for regressors.
+    whatever scikit-learn version stored counts or fractions), the node mean for regressors;
+    for a boosted model, the tree's share of the margin in the view's convention (the model's
+    output is the *mean* over trees of their values; see :class:`harness.forest.view.ForestView`).
+
+    Routing (every kernel, every library): a row goes left at node t when
+    ``x[feature[t]] <= threshold[t]`` or when ``x[feature[t]]`` is NaN and
+    ``missing_left[t]``; ``x`` is the row as coded by the view (:meth:`ForestView.rows`), and
+    ``threshold`` is in that coding. ``missing_left`` is None when NaN goes right everywhere.
     """
 
     left: np.ndarray
@@ -29,6 +41,7 @@ class FlatTree:
     weighted_n: np.ndarray
     value: np.ndarray
     max_depth: int
+    missing_left: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int:
@@ -87,3 +100,21 @@ def path_accumulate(tree: FlatTree, node_quantity: np.ndarray, n_features: int,
             cum[children, split_on] += sign * (q[children] - q[parents])
         frontier = np.concatenate((tree.left[parents], tree.right[parents]))
     return cum
+
+
+def leaf_index(tree: FlatTree, X: np.ndarray) -> np.ndarray:
+    """Leaf reached by every coded row (NumPy reference of the routing rule in
+    :class:`FlatTree`, NaN included), shape (n,)."""
+    X = np.asarray(X)
+    node = np.zeros(X.shape[0], dtype=np.int64)
+    missing = (np.zeros(tree.n_nodes, dtype=bool) if tree.missing_left is None
+               else np.asarray(tree.missing_left, dtype=bool))
+    active = tree.left[node] >= 0
+    while active.any():
+        rows = np.flatnonzero(active)
+        at = node[rows]
+        x = X[rows, tree.feature[at]]
+        go_left = (x <= tree.threshold[at]) | (np.isnan(x) & missing[at])
+        node[rows] = np.where(go_left, tree.left[at], tree.right[at])
+        active[rows] = tree.left[node[rows]] >= 0
+    return node

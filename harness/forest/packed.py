@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from harness.forest.flat import FlatTree
+from harness.forest.flat import FlatTree, as_float32_rows  # noqa: F401 (re-exported)
 
 
 @dataclass
@@ -77,9 +77,6 @@ def pack_trees(trees: list[FlatTree], n_features: int, classifier: bool) -> Pack
     )
 
 
-def as_float32_rows(X: np.ndarray) -> np.ndarray:
-    """Rows as C-contiguous float32, the precision scikit-learn routes with."""
-    return np.ascontiguousarray(X, dtype=np.float32)
 
 
 @njit(cache=True)

@@ -25,7 +25,7 @@ from sklearn.ensemble import (
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from harness.core.errors import BadInputError
-from harness.forest.flat import FlatTree
+from harness.forest.flat import FlatTree, as_float32_rows
 
 FOREST_TYPES = (
     RandomForestClassifier,
@@ -121,6 +121,11 @@ class SklearnForestAdapter:
             "impurity_unit": impurity_unit(model),
             "bootstrap": bool(getattr(model, "bootstrap", False)),
             "class_weighted": getattr(model, "class_weight", None) is not None,
+            "output_unit": "probability" if classifier else "prediction",
+            "link": "identity",
+            "capabilities": frozenset(
+                {"node_impurity"} | ({"inbag"} if getattr(model, "bootstrap", False) else set())
+            ),
         }
 
     @classmethod
@@ -155,3 +160,8 @@ class SklearnForestAdapter:
     @classmethod
     def predict_output(cls, model, X: np.ndarray) -> np.ndarray:
         return predict_output(model, X)
+
+    @classmethod
+    def encode_rows(cls, model, X: np.ndarray) -> np.ndarray:
+        """The float32 cast scikit-learn's trees route with (thresholds stay as stored)."""
+        return as_float32_rows(X)

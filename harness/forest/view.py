@@ -68,6 +68,11 @@ class ForestAdapter(Protocol):
     def predict_output(cls, model: Any, X: np.ndarray) -> np.ndarray:
         """The model's own prediction, by its own library (see :func:`predict_output`)."""
 
+    @classmethod
+    def encode_rows(cls, model: Any, X: np.ndarray) -> np.ndarray:
+        """Rows (n, p) as the float32 C-contiguous coding the flat trees' thresholds are in
+        (see :meth:`ForestView.rows`); NaN stays NaN where the model routes missing values."""
+
 
 #: One adapter per tree library; the first that accepts a model reads it.
 ADAPTERS: tuple[type[ForestAdapter], ...] = (SklearnForestAdapter,)
@@ -91,6 +96,20 @@ class ForestView:
         Whether the trees were grown on bootstrap samples (out-of-bag rows exist).
     class_weighted : bool
         Whether the trees weighted rows by class (``class_weight``) beyond the in-bag counts.
+    output_unit : str
+        What :meth:`output` (the mean over trees of the tree values) is: ``"probability"``
+        (bagged classifiers), ``"prediction"`` (regressors), ``"margin"`` (boosted
+        classifiers' raw score, before the link).
+    link : {"identity", "logistic", "softmax"}
+        Maps :meth:`output` to the model's own ``predict_proba`` / ``predict``. A boosted
+        model's trees are summed, scaled and offset by a base score: its adapter writes each
+        tree's values so that the *mean* over trees is the model's raw output, which keeps one
+        convention for every kernel.
+    capabilities : frozenset of str
+        What the model exposes beyond its splits and leaf values (see
+        :data:`harness.core.method.MODEL_CAPABILITIES`): ``"node_impurity"`` (node impurities
+        i(t) that local MDI decomposes), ``"inbag"`` (each tree's in-bag rows, so out-of-bag
+        rows exist).
     trees, packed, paths, inbag
         The derived forms, each built on first use (see the module docstring).
     """
@@ -104,6 +123,9 @@ class ForestView:
     impurity_unit: str
     bootstrap: bool
     class_weighted: bool
+    output_unit: str
+    link: str
+    capabilities: frozenset[str]
     _adapter: type[ForestAdapter] = field(repr=False)
     _model: weakref.ref = field(repr=False)
     _signature: tuple = field(repr=False)
@@ -145,6 +167,13 @@ class ForestView:
         for form in forms:
             getattr(self, form)
         return self
+
+    def rows(self, X: np.ndarray) -> np.ndarray:
+        """``X`` as the kernels read it: float32, C-contiguous, in the coding of the trees'
+        thresholds (for scikit-learn forests, the float32 cast scikit-learn routes with; an
+        adapter whose library compares in float64 maps each value to its rank among the
+        split thresholds, which every comparison preserves exactly)."""
+        return self._adapter.encode_rows(self._source(), X)
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Local leaf id of every row in every tree, (n, n_trees)."""

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from harness.core.errors import MethodSkipped, NotInstalledError
-from harness.core.method import Method
+from harness.core.method import MODEL_CAPABILITIES, Method
 from harness.core.types import Importances
+from harness.forest.view import forest_view
 from harness.run.inputs import validate_explain_inputs
 
 
@@ -53,9 +54,19 @@ def run_protocol(method: Method, model: Any, request: ExplainRequest, seed: int 
     if missing:
         raise NotInstalledError(f"{method.name} needs {', '.join(missing)}; install it with "
                                 f"{method.install_hint()}.")
-    reason = method.skip(model, data)
+    reason = missing_capability(method, model) or method.skip(model, data)
     if reason:
         raise MethodSkipped(reason)
     method.prepare()
     data.progress = progress
     return method.explain(model, data, np.random.default_rng(seed))
+
+
+def missing_capability(method: Method, model: Any) -> str | None:
+    """Reason to skip when the model lacks something ``method.model_needs`` lists."""
+    view = forest_view(model)
+    for need in method.model_needs:
+        if need not in view.capabilities:
+            return (f"{method.name} needs {MODEL_CAPABILITIES[need]}; this "
+                    f"{view.kind} ({view.library}) has none.")
+    return None
