@@ -43,6 +43,8 @@ class RunSummary:
     timeout: int = 0
     wall_time: float = 0.0
     reports: list[Path] = field(default_factory=list)
+    #: keys of the cells of the grid (stored earlier or run now), in plan order
+    cell_keys: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         text = (f"cells: {self.total} total, {self.done} done ({self.reused} reused), "
@@ -130,7 +132,7 @@ def compare(
     executor_obj = make_executor(executor, jobs=options.jobs, timeout=timeout,
                                  max_memory=max_memory, scheduler=options.scheduler)
     start, started = time.perf_counter(), time.time()
-    summary = RunSummary(out=Path(out), total=len(cells))
+    summary = RunSummary(out=Path(out), total=len(cells), cell_keys=[c.key for c in cells])
     try:
         try:
             Path(out).mkdir(parents=True, exist_ok=True)

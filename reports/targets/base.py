@@ -65,18 +65,14 @@ class TargetContext:
         (a target may run its grid in parts). Cells stored by an earlier run are reused;
         cells of other grids (or of an earlier version of a method) that the store also
         keeps are not read."""
-        import inspect
+        from harness.run.runner import compare
 
-        from harness.run.runner import compare, plan
-
-        planned = self.planned.setdefault(name, set())
-        planned.update(cell.key for cell in plan(
-            **{key: value for key, value in grid.items()
-               if key in inspect.signature(plan).parameters}))
         folder = self.store(name)
         self.say(f"{name}: running the grid in {folder}")
         grid.setdefault("jobs", self.jobs)
-        compare(out=folder, reports=False, **grid)
+        summary = compare(out=folder, reports=False, **grid)
+        planned = self.planned.setdefault(name, set())
+        planned.update(summary.cell_keys)
         return RunResults.open(folder).restricted(planned)
 
 
