@@ -197,6 +197,16 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float
     return figure, axes
 
 
+def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] = (6.4, 4.8),
+             layout: str | None = None, **kwargs) -> tuple[Figure, object]:
+    """``pyplot.subplots`` without pyplot: a figure that no global state keeps alive, axes
+    squeezed as pyplot squeezes them (``sharex``/``sharey``/``gridspec_kw`` pass through).
+    Save it with :func:`save_figure`. For targets that size the whole figure; reports that
+    size panels use :func:`new_figure`."""
+    figure = Figure(figsize=figsize, layout=layout)
+    return figure, figure.subplots(nrows, ncols, **kwargs)
+
+
 def title_above(figure: Figure, axes: np.ndarray, text: str) -> None:
     """A figure title just above the top row of panels (``suptitle`` sits at the top of the
     figure, far above the panels of a tall grid without a layout engine)."""

@@ -5,17 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from harness.api import load_dataset  # noqa: E402
-from harness.forest.models import ModelSpec  # noqa: E402
-from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
-from harness.reports.targets.verdict import (  # noqa: E402
+from harness.api import load_dataset
+from harness.forest.models import ModelSpec
+from harness.reports.base import save_figure, subplots
+from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.reports.targets.verdict import (
     UNDETERMINED,
     Comparison,
     judge,
@@ -333,7 +330,7 @@ class Benard2022SobolMDA(Target):
 
     def _rank_figure(self, table: pd.DataFrame, out_dir: Path) -> Path:
         out_dir.mkdir(parents=True, exist_ok=True)
-        fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
+        fig, axes = subplots(1, 3, figsize=(13, 3.8), sharey=True)
         for ax, (label, part) in zip(axes, table.groupby("estimate", sort=False), strict=True):
             ax.errorbar(part["rank"], part["ours_kth_largest"], yerr=2 * part["ours_kth_sd"],
                         fmt="o", color="tab:blue", label="ours: k-th largest (± 2 sd of a run)")
@@ -353,12 +350,11 @@ class Benard2022SobolMDA(Target):
         axes[0].legend(fontsize=7, loc="upper right")
         fig.tight_layout()
         path = out_dir / f"{self.name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         return path
 
     def _profile_figure(self, ours, truth, out_dir: Path) -> Path:
-        fig, axes = plt.subplots(3, 1, figsize=(12, 7), sharex=True)
+        fig, axes = subplots(3, 1, figsize=(12, 7), sharex=True)
         x = np.arange(1, 201)
         st = truth.quantities["sobol_total"].values
         limit = truth.quantities["mda_ik_limit"].values / truth.var_y
@@ -381,6 +377,5 @@ class Benard2022SobolMDA(Target):
                      fontsize=9)
         fig.tight_layout()
         path = out_dir / f"{self.name}-profile.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         return path

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from harness.reports.targets import geurts_subspace_theory as theory  # noqa: E402
-from harness.reports.targets._srs_experiment import (  # noqa: E402
+from harness.reports.base import save_figure, subplots
+from harness.reports.targets import geurts_subspace_theory as theory
+from harness.reports.targets._srs_experiment import (
     RANKINGS,
     CurveSettings,
     claims,
@@ -27,8 +24,8 @@ from harness.reports.targets._srs_experiment import (  # noqa: E402
     diagnosis,
     final_scores,
 )
-from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
-from harness.reports.targets.verdict import (  # noqa: E402
+from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.reports.targets.verdict import (
     REPRODUCED,
     UNDETERMINED,
     Comparison,
@@ -281,7 +278,7 @@ class Geurts2016SRS(Target):
         panels = [("auprc", f"AUPRC, ranking by {RANKINGS['per_tree']}"),
                   ("auprc_per_draw", f"AUPRC, ranking by {RANKINGS['per_draw']}"),
                   ("accuracy", "test accuracy"), ("n_selected", "|F|")]
-        fig, axes = plt.subplots(len(panels), len(ps), figsize=(3.2 * len(ps) + 1, 9.5),
+        fig, axes = subplots(len(panels), len(ps), figsize=(3.2 * len(ps) + 1, 9.5),
                                  squeeze=False, sharex=True)
         colours = {"RS": "tab:blue", "SRS": "tab:red", "SRS, F recomputed (before)": "0.5"}
         for col, p in enumerate(ps):
@@ -301,12 +298,11 @@ class Geurts2016SRS(Target):
         axes[0, 0].legend(fontsize=9)
         fig.tight_layout()
         path = out_dir / f"{self.name}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path)
         return path
 
     def _convergence_figure(self, conv: pd.DataFrame, out_dir: Path) -> Path:
-        fig, ax = plt.subplots(figsize=(6.5, 4))
+        fig, ax = subplots(figsize=(6.5, 4))
         markers = {"chaining RS": "o", "chaining SRS": "s", "clique RS": "^",
                    "clique SRS": "D"}
         for name, part in conv.groupby("scenario"):
@@ -325,6 +321,5 @@ class Geurts2016SRS(Target):
         ax.legend(fontsize=8, ncol=2)
         fig.tight_layout()
         path = out_dir / f"{self.name}-convergence.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         return path

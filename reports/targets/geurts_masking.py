@@ -30,21 +30,18 @@ import itertools
 import math
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from scipy.special import gammaln
+from sklearn.ensemble import ExtraTreesClassifier
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from scipy.special import gammaln  # noqa: E402
-from sklearn.ensemble import ExtraTreesClassifier  # noqa: E402
-
-from harness.datasets.led import led_population  # noqa: E402
-from harness.datasets.xor import xor_population  # noqa: E402
-from harness.oracle.exact_mdi import expected_mdi  # noqa: E402
-from harness.oracle.finite_table import DiscreteDistribution  # noqa: E402
-from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
-from harness.reports.targets.verdict import (  # noqa: E402
+from harness.datasets.led import led_population
+from harness.datasets.xor import xor_population
+from harness.oracle.exact_mdi import expected_mdi
+from harness.oracle.finite_table import DiscreteDistribution
+from harness.reports.base import save_figure, subplots
+from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.reports.targets.verdict import (
     Comparison,
     claim,
     judge,
@@ -323,7 +320,7 @@ class GeurtsMasking(Target):
 
     def _mi_figure(self, mi: pd.DataFrame, out_dir: Path) -> Path:
         out_dir.mkdir(parents=True, exist_ok=True)
-        fig, ax = plt.subplots(figsize=(6.5, 4))
+        fig, ax = subplots(figsize=(6.5, 4))
         for (nx, ny, marg), part in mi.groupby(["|X|", "|Y|", "marginals"], sort=False):
             line = ax.errorbar(part["N"], part["simulated E[Î]"] * part["N"],
                                yerr=2 * part["se"] * part["N"], fmt="o", ms=4,
@@ -338,6 +335,5 @@ class GeurtsMasking(Target):
         ax.legend(fontsize=8)
         fig.tight_layout()
         path = out_dir / f"{self.name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         return path

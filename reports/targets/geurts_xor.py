@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from scipy.optimize import brentq  # noqa: E402
-
-from harness.api import load_dataset  # noqa: E402
-from harness.datasets.xor import xor_population  # noqa: E402
-from harness.oracle.exact_mdi import expected_mdi  # noqa: E402
-from harness.oracle.finite_table import DiscreteDistribution  # noqa: E402
-from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
-from harness.reports.targets.geurts_masking import EXACT_DECIMALS, binary_entropy  # noqa: E402
-from harness.reports.targets.verdict import (  # noqa: E402
+from harness.api import load_dataset
+from harness.datasets.xor import xor_population
+from harness.oracle.exact_mdi import expected_mdi
+from harness.oracle.finite_table import DiscreteDistribution
+from harness.reports.base import save_figure, subplots
+from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.reports.targets.geurts_masking import EXACT_DECIMALS, binary_entropy
+from harness.reports.targets.verdict import (
     Comparison,
     claim,
     judge,
@@ -190,7 +187,7 @@ class GeurtsXOR(Target):
         imp = table[table["quantity"].str.startswith("Imp")].copy()
         imp["variable"] = imp["quantity"].str.slice(4, 6)
         imp["depth"] = imp["quantity"].str.extract(r"depth (\d)")[0].fillna("full")
-        fig, ax = plt.subplots(figsize=(6, 3.4))
+        fig, ax = subplots(figsize=(6, 3.4))
         width = 0.25
         for i, depth in enumerate(["1", "2", "full"]):
             part = imp[imp["depth"] == depth]
@@ -204,6 +201,5 @@ class GeurtsXOR(Target):
         ax.legend(fontsize=7)
         fig.tight_layout()
         path = context.gallery / f"{self.name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         return path

@@ -16,18 +16,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from harness.api import load_dataset  # noqa: E402
-from harness.oracle.exact_mdi import expected_mdi  # noqa: E402
-from harness.oracle.multiway_trees import grow_multiway_forest  # noqa: E402
-from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
-from harness.reports.targets.verdict import (  # noqa: E402
+from harness.api import load_dataset
+from harness.oracle.exact_mdi import expected_mdi
+from harness.oracle.multiway_trees import grow_multiway_forest
+from harness.reports.base import save_figure, subplots
+from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.reports.targets.verdict import (
     Comparison,
     judge,
     page_verdict,
@@ -300,7 +297,7 @@ class Louppe2013LED(Target):
         context.gallery.mkdir(parents=True, exist_ok=True)
         rest = table[~table["column"].isin(["Thm1"]) & (table["variable"] != "Σ")].copy()
         rest["K"] = rest["column"].astype(int)
-        fig, axes = plt.subplots(2, 7, figsize=(18, 6.6), sharey="row", sharex=True)
+        fig, axes = subplots(2, 7, figsize=(18, 6.6), sharey="row", sharex=True)
         for top, bottom, name in zip(axes[0], axes[1], VARIABLES, strict=True):
             part = rest[rest["variable"] == name]
             top.plot(part["K"], part["published"], "o", color="black", label="published")
@@ -331,6 +328,5 @@ class Louppe2013LED(Target):
         fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=10, frameon=False)
         fig.tight_layout(rect=(0, 0.1, 1, 1))
         path = context.gallery / f"{self.name}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path)
         return path

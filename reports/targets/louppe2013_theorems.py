@@ -21,18 +21,16 @@ import math
 from fractions import Fraction
 
 import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from harness.datasets.led import led_population  # noqa: E402
-from harness.oracle.exact_mdi import degree_terms, expected_mdi, expected_mdi_terms  # noqa: E402
-from harness.oracle.finite_table import DiscreteDistribution  # noqa: E402
-from harness.oracle.multiway_trees import grow_multiway_forest  # noqa: E402
-from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
-from harness.reports.targets.verdict import (  # noqa: E402
+from harness.datasets.led import led_population
+from harness.oracle.exact_mdi import degree_terms, expected_mdi, expected_mdi_terms
+from harness.oracle.finite_table import DiscreteDistribution
+from harness.oracle.multiway_trees import grow_multiway_forest
+from harness.reports.base import save_figure, subplots
+from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.reports.targets.verdict import (
     Comparison,
     claim,
     judge,
@@ -339,8 +337,8 @@ class Louppe2013Theorems(Target):
     def _degree_figure(self, degrees, grown, bound, context: TargetContext):
         context.gallery.mkdir(parents=True, exist_ok=True)
         p = SEGMENTS
-        colours = plt.cm.viridis(np.linspace(0, 0.95, p))
-        fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), layout="constrained")
+        colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.95, p))
+        fig, axes = subplots(2, 2, figsize=(12, 8.5), layout="constrained")
         for column, k in enumerate((1, 7)):
             ax = axes[0, column]
             bottom = np.zeros(p)
@@ -369,20 +367,19 @@ class Louppe2013Theorems(Target):
             ax.legend(fontsize=9, loc="upper left")
         for ax in axes.ravel():
             ax.tick_params(labelsize=9)
-        mappable = plt.cm.ScalarMappable(
+        mappable = matplotlib.cm.ScalarMappable(
             cmap=matplotlib.colors.ListedColormap(colours),
             norm=matplotlib.colors.BoundaryNorm(np.arange(-0.5, p), p))
         bar = fig.colorbar(mappable, ax=axes, ticks=range(p), fraction=0.03)
         bar.set_label("degree k (size of the conditioning set B)", fontsize=10)
         path = context.gallery / f"{self.name}-degrees.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path)
         return path
 
     def _bits_figure(self, thm1, with_bits, forest, forest_se, q, q_forest,
                      context: TargetContext):
         p = SEGMENTS
-        fig, ax = plt.subplots(figsize=(10, 4.2))
+        fig, ax = subplots(figsize=(10, 4.2))
         index = np.arange(p + q)
         names = [f"X{j + 1}" for j in range(p)] + [f"R{j + 1}" for j in range(q)]
         ax.bar(index - 0.2, np.concatenate([thm1, np.zeros(q)]), width=0.4,
@@ -398,6 +395,5 @@ class Louppe2013Theorems(Target):
         ax.legend(fontsize=9)
         fig.tight_layout()
         path = context.gallery / f"{self.name}-irrelevant.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path)
         return path

@@ -31,16 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
+import numpy as np
+import pandas as pd
+from sklearn.ensemble import RandomForestRegressor
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from sklearn.ensemble import RandomForestRegressor  # noqa: E402
-
-from harness.datasets.friedman import friedman1_sobol, friedman1_var_y  # noqa: E402
-from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
-from harness.reports.targets.verdict import (  # noqa: E402
+from harness.datasets.friedman import friedman1_sobol, friedman1_var_y
+from harness.reports.base import save_figure, subplots
+from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.reports.targets.verdict import (
     UNDETERMINED,
     Comparison,
     claim,
@@ -437,9 +435,9 @@ class ScornetMDA(Target):
     def _figure(self, runs: pd.DataFrame, limits: pd.DataFrame, scale: Scale,
                 out_dir: Path) -> Path:
         out_dir.mkdir(parents=True, exist_ok=True)
-        fig, axes = plt.subplots(1, 3, figsize=(15, 4.4), sharey=True)
+        fig, axes = subplots(1, 3, figsize=(15, 4.4), sharey=True)
         conditional = dict(zip(limits["variable"], limits["V[Y] ST"], strict=True))
-        colours = plt.get_cmap("tab10")
+        colours = matplotlib.colormaps.get_cmap("tab10")
         for ax, (method, (name, factor)) in zip(axes, METHODS.items(), strict=True):
             for k, variable in enumerate(limits["variable"]):
                 colour = colours(k)
@@ -459,8 +457,7 @@ class ScornetMDA(Target):
         axes[0].legend(fontsize=9, title="o default, □ (A3)-like", title_fontsize=9)
         fig.tight_layout()
         path = out_dir / f"{self.name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         return path
 
     def _dependent_figure(self, runs: pd.DataFrame, out_dir: Path) -> Path:
@@ -468,9 +465,9 @@ class ScornetMDA(Target):
         proposition's limit (dotted) and the total Sobol term alone (dashed: what the
         independent-input corollary would give, 2 V[Y] ST or V[Y] ST)."""
         out_dir.mkdir(parents=True, exist_ok=True)
-        fig, axes = plt.subplots(len(DEP_RHOS), 3, figsize=(15, 4.0 * len(DEP_RHOS)),
+        fig, axes = subplots(len(DEP_RHOS), 3, figsize=(15, 4.0 * len(DEP_RHOS)),
                                  sharey=True, squeeze=False)
-        colours = plt.get_cmap("tab10")
+        colours = matplotlib.colormaps.get_cmap("tab10")
         for row, rho in enumerate(DEP_RHOS):
             terms = dependent_terms(rho).set_index("variable")
             for ax, (method, (name, factor)) in zip(axes[row], METHODS.items(), strict=True):
@@ -504,8 +501,7 @@ class ScornetMDA(Target):
                      fontsize=11)
         fig.tight_layout()
         path = out_dir / f"{self.name}-dependent.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         return path
 
 

@@ -7,18 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from scipy.stats import binomtest  # noqa: E402
-
-from harness.api import load_dataset  # noqa: E402
-from harness.datasets.scornet_sqrt import explained_variance  # noqa: E402
-from harness.forest.models import split_rows  # noqa: E402
-from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
-from harness.reports.targets.verdict import (  # noqa: E402
+from harness.api import load_dataset
+from harness.datasets.scornet_sqrt import explained_variance
+from harness.forest.models import split_rows
+from harness.reports.base import save_figure, subplots
+from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.reports.targets.verdict import (
     Comparison,
     claim,
     judge,
@@ -310,7 +308,7 @@ class ScornetMDIBias(Target):
 
     def _figure(self, runs: pd.DataFrame, out_dir: Path) -> Path:
         out_dir.mkdir(parents=True, exist_ok=True)
-        fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+        fig, axes = subplots(1, 3, figsize=(16, 4.6))
         bias = runs[runs["noise_var"] == BIAS_NOISE]
         _boxes(axes[0], bias, "MDI(X1)")
         axes[0].axhline(1.0, color="black", ls="--", lw=1, label="V[m_1] = 1")
@@ -342,8 +340,7 @@ class ScornetMDIBias(Target):
         axes[2].legend(fontsize=9)
         fig.tight_layout()
         path = out_dir / f"{self.name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         return path
 
 

@@ -41,16 +41,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from scipy.stats import f as f_distribution
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from scipy.stats import f as f_distribution  # noqa: E402
-
-from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
-from harness.reports.targets.verdict import (  # noqa: E402
+from harness.reports.base import save_figure, subplots
+from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.reports.targets.verdict import (
     Comparison,
     claim,
     judge,
@@ -475,7 +472,7 @@ class ScornetMDILemmas(Target):
     def _figure(self, table: pd.DataFrame, free_alpha: pd.DataFrame, free_beta: pd.DataFrame,
                 out_dir: Path) -> Path:
         out_dir.mkdir(parents=True, exist_ok=True)
-        fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+        fig, axes = subplots(1, 3, figsize=(15, 4.4))
         alpha_rows = table[(table["lemma"] == "α²/16")
                            & table["estimate"].str.startswith("empirical")]
         alphas = np.array([float(s.split("= ")[1]) for s in alpha_rows["setting"]])
@@ -516,6 +513,5 @@ class ScornetMDILemmas(Target):
         axes[2].set_title("Single trees: MDI(X1) over data sets")
         fig.tight_layout()
         path = out_dir / f"{self.name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         return path
