@@ -35,7 +35,6 @@ BUILTIN_METHODS: dict[str, str] = {
     "rs": "harness.methods.rs:RandomSubspace",
     "srs": "harness.methods.srs:SequentialRandomSubspace",
     "loco": "harness.methods.loco:LOCO",
-    
 }
 
 BUILTIN_DATASETS: dict[str, str] = {

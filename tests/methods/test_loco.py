@@ -56,13 +56,14 @@ def _folds(y, n_folds, seed, classification=False):
 
 def _plain_loco(model, X, y, groups, n_folds, seed, loss, classification=False):
     """Cross-fitted LOCO written as plain fit/score loops (mean over folds of the mean
-    held-out loss increase), with the harness's row losses."""
+    held-out loss increase), with the harness's row losses; and its standard error
+    sqrt(mean over folds of the within-fold variance of the increases / n)."""
     classes = model.classes_ if classification else None
     targets = target_codes(classes, y)
-    values = []
+    values, errors = [], []
     for group in groups:
         kept = [j for j in range(X.shape[1]) if j not in group]
-        per_fold = []
+        per_fold, spread = [], []
         for train, test in _folds(y, n_folds, seed, classification):
             scores = []
             for columns in (list(range(X.shape[1])), kept):
@@ -73,8 +74,10 @@ def _plain_loco(model, X, y, groups, n_folds, seed, loss, classification=False):
                     prediction = fitted.predict(X[test][:, columns])[:, None]
                 scores.append(loss_rows(LOSSES[loss].code, targets[test], prediction))
             per_fold.append(np.mean(scores[1] - scores[0]))
+            spread.append(np.var(scores[1] - scores[0]))
         values.append(np.mean(per_fold))
-    return np.array(values)
+        errors.append(np.sqrt(np.mean(spread) / len(y)))
+    return np.array(values), np.array(errors)
 
 
 def test_normalised_loco_approaches_the_total_sobol_index():
@@ -117,16 +120,17 @@ def test_loco_equals_plain_fit_and_score_loops(loss):
                                       feature_names=dataset.feature_names[:4]), seed=3)
         classification = True
     imp = harness.explain("loco", model, X, y, seed=7, loss=loss, n_folds=3)
-    reference = _plain_loco(model, X, y, [[j] for j in range(X.shape[1])], 3, 7, loss,
-                            classification)
+    reference, error = _plain_loco(model, X, y, [[j] for j in range(X.shape[1])], 3, 7,
+                                   loss, classification)
     np.testing.assert_allclose(imp.values, reference, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(imp.std, error, rtol=1e-10)
 
 
 def test_a_group_is_its_columns_left_out_together():
     _, model, X, y = _linear(n=200)
     imp = harness.explain("loco", model, X, y, seed=1, n_folds=3,
                           groups=[["X4", "X1"], ["X3"]])
-    reference = _plain_loco(model, X, y, [[0, 3], [1], [2], [4]], 3, 1, "squared_error")
+    reference, _ = _plain_loco(model, X, y, [[0, 3], [1], [2], [4]], 3, 1, "squared_error")
     np.testing.assert_allclose(imp.values[[0, 3]], reference[0], rtol=1e-12)
     np.testing.assert_allclose(imp.values[[1, 2, 4]], reference[1:], rtol=1e-12)
     assert imp.extra["groups"] == {"X1+X4": ["X1", "X4"], "X2": ["X2"], "X3": ["X3"],
