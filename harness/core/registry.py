@@ -35,6 +35,7 @@ BUILTIN_METHODS: dict[str, str] = {
     "rs": "harness.methods.rs:RandomSubspace",
     "srs": "harness.methods.srs:SequentialRandomSubspace",
     "loco": "harness.methods.loco:LOCO",
+    "conditional_permutation": "harness.methods.conditional_permutation:ConditionalPermutation",
 }
 
 BUILTIN_DATASETS: dict[str, str] = {
