@@ -18,9 +18,10 @@ class ConditionalPermutation(LossMethod):
 
     Chamma, Engemann & Thirion (2023, NeurIPS, "Statistically valid variable importance
     assessment through conditional permutations"), as implemented by hidimstat's ``CFI``:
-    for each feature j a model of E[X_j | X_-j] (``RidgeCV``; ``LogisticRegressionCV`` for a
-    feature with at most 10 distinct values when ``feature_types="auto"``) is fitted on the
-    given rows, and X_j is replaced by that prediction plus a permutation of its residuals;
+    for each feature j a model of E[X_j | X_-j] (``RidgeCV``; with ``feature_types="auto"``,
+    ``LogisticRegressionCV`` for a feature with at most 10 distinct values, which hidimstat
+    0.4 fits only when those values are integers: diabetes' scaled ``sex`` is refused) is
+    fitted on the given rows, and X_j is replaced by that prediction plus a permutation of its residuals;
     the fitted model (not refitted) predicts the perturbed rows. Unlike the marginal
     permutation of ``mda_test``, the perturbed rows stay near the joint distribution of X,
     so that for squared error, the Bayes model m and exact conditional draws X'_j ~ X_j | X_-j,
@@ -45,9 +46,9 @@ class ConditionalPermutation(LossMethod):
         "loss": LOSS_PARAM,
         "n_permutations": Param(20, (Interval(int, 1, None, "left"),),
                                 "conditional draws per feature"),
-        "feature_types": Param("auto", (Options({"auto", "continuous"}),),
-                               "auto: features with <= 10 values are modelled as "
-                               "categorical (logistic), others by ridge"),
+        "feature_types": Param("continuous", (Options({"auto", "continuous"}),),
+                               "continuous: every feature by ridge; auto: features with "
+                               "<= 10 integer values by logistic regression"),
     }
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
