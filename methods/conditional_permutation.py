@@ -21,8 +21,8 @@ class ConditionalPermutation(LossMethod):
     for each feature j a model of E[X_j | X_-j] (``RidgeCV``; with ``feature_types="auto"``,
     ``LogisticRegressionCV`` for a feature with at most 10 distinct values, which hidimstat
     0.4 fits only when those values are integers: diabetes' scaled ``sex`` is refused) is
-    fitted on the given rows, and X_j is replaced by that prediction plus a permutation of its residuals;
-    the fitted model (not refitted) predicts the perturbed rows. Unlike the marginal
+    fitted on the given rows, and X_j is replaced by that prediction plus a permutation of
+    its residuals; the fitted model (not refitted) predicts the perturbed rows. Unlike the marginal
     permutation of ``mda_test``, the perturbed rows stay near the joint distribution of X,
     so that for squared error, the Bayes model m and exact conditional draws X'_j ~ X_j | X_-j,
     CPI(j) → E[(m(X) − m(X'))²] = 2 E[Var(m(X) | X_-j)] = 2 Var(Y) ST_j, also for dependent

@@ -32,6 +32,7 @@ from harness.core.types import Dataset
 from harness.forest.losses import LOSSES, loss_rows, target_codes
 
 COEF = np.array([2.0, 1.0, 0.5, 0.0, 0.0])
+FEATURES5 = ["X1", "X2", "X3", "X4", "X5"]
 FOREST = {"forest": "random_forest", "n_estimators": 20, "max_features": "all",
           "min_samples_leaf": 5, "test_size": 0.2}
 
@@ -206,3 +207,37 @@ def test_conditional_permutation_approaches_twice_the_scaled_total_index():
     scaled = imp.values / (2 * dataset.truth.var_y)
     se = imp.std / np.sqrt(20) / (2 * dataset.truth.var_y)
     assert np.all(np.abs(scaled - total) <= 3 * se + 0.05), (scaled - total, se)
+
+
+def test_the_estimator_refits_any_scikit_learn_model_and_aligns_missing_classes():
+    """The refits need only clone/fit/predict(_proba): a HistGradientBoosting model (no
+    forest view needed) equals the plain loops; a class absent from a refit's rows gets
+    probability 0 in the harness's class columns (log-loss then clips it, finite)."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    from harness.estimators.loco import fold_rows, loco, predictions, resolve_groups
+
+    _, _, X, y = _linear(n=150)
+    model = HistGradientBoostingRegressor(max_iter=20, random_state=0)
+    folds = [test for _, test in _folds(y, 3, 2)]
+    result = loco(model, X, y, y, LOSSES["squared_error"], resolve_groups(None, FEATURES5),
+                  folds, None)
+    reference, error = _plain_loco(model, X, y, [[j] for j in range(5)], 3, 2,
+                                   "squared_error")
+    np.testing.assert_allclose(result.values, reference, rtol=1e-12)
+    np.testing.assert_allclose(result.std, error, rtol=1e-10)
+    # class 2 has one row: the refit whose held-out fold holds it never sees class 2
+    labels = np.array([0] * 40 + [1] * 40 + [2])
+    rng = np.random.default_rng(0)
+    Xc = rng.random((81, 3))
+    forest = harness.fit_model({"forest": "extra_trees", "n_estimators": 5},
+                               Dataset(name="c", X=Xc, y=labels, task="classification",
+                                       feature_names=["a", "b", "c"]), seed=0)
+    folds = fold_rows(labels, 3, True, 0)  # not stratified (class 2 has < 3 rows)
+    result = loco(forest, Xc, labels, labels.astype(float), LOSSES["log_loss"],
+                  resolve_groups(None, ["a", "b", "c"]), folds, forest.classes_)
+    assert np.all(np.isfinite(result.values)) and np.all(np.isfinite(result.std))
+    without = clone(forest).fit(Xc[:80], labels[:80])
+    aligned = predictions(without, Xc, forest.classes_)
+    np.testing.assert_array_equal(aligned[:, :2], without.predict_proba(Xc))
+    np.testing.assert_array_equal(aligned[:, 2], 0.0)
