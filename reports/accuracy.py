@@ -3,7 +3,9 @@
 Where a dataset knows its exact importances (e.g. Louppe et al. 2013, Thm 1 for LED; Sutera
 et al. 2021, Thm 2 at every row; Sobol indices of analytic models), every done cell is
 compared with them: ranks for every method, absolute values only for the methods on the same
-scale (``TruthVector.compares_to``), and the precision of the relevant set.
+scale (``TruthVector.compares_to``), and the precision of the relevant set. Where none
+exists (diabetes, breast cancer, digits), the permutation and projection methods are set
+beside the retrain-based reference, LOCO (:func:`loco_table`).
 """
 
 from __future__ import annotations
@@ -222,6 +224,103 @@ def _target_scatter(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     return [save_figure(figure, out_dir / "accuracy_targets.png")]
 
 
+#: The methods set beside LOCO where no closed form exists (issue 21): each measures what
+#: the model loses without X_j, by permutation (MDA trio, conditional permutation) or by
+#: projection (Sobol-MDA, SHAFF), where LOCO refits without it.
+BESIDE_LOCO = ("mda_bc", "mda_ik", "mda_test", "sobol_mda", "shaff", "conditional_permutation")
+REFERENCE = "loco"
+LOCO_COLUMNS = [*GROUP, "reference", "method", "feature", "loco", "loco_se", "estimate",
+                "difference", "z"]
+
+
+def _has_global_truth(results: RunResults, dataset: str, seed: int) -> bool:
+    truth = results.truth(dataset, seed)
+    return truth is not None and any(v.scope == "global" for v in truth.quantities.values())
+
+
+def loco_table(results: RunResults) -> pd.DataFrame:
+    """Each method of :data:`BESIDE_LOCO` next to LOCO, per feature, where no global truth is.
+
+    For each (dataset, model, seed) without a global ground truth and each LOCO cell psi
+    (with standard errors se) and each global cell v of a method in ``BESIDE_LOCO`` there:
+    ``loco = psi_j / sum|psi|``, ``loco_se = se_j / sum|psi|`` (the sum taken as fixed),
+    ``estimate = v_j / sum|v|`` (units differ between methods; profiles normalised to
+    sum |.| = 1 compare, as the global comparisons of DESIGN.md do), ``difference =
+    estimate - loco`` and ``z = difference / loco_se``.
+    """
+    return results.derived("loco_table", _loco_table)
+
+
+def _loco_table(results: RunResults) -> pd.DataFrame:
+    cells = done_cells(results, scope="global")
+    frames = []
+    for (dataset, model, seed), group in cells.groupby(GROUP, sort=True):
+        if _has_global_truth(results, dataset, int(seed)):
+            continue
+        others = group[group["method_name"].isin(BESIDE_LOCO)]
+        for _, reference in group[group["method_name"] == REFERENCE].iterrows():
+            arrays = results.arrays(reference["key"])
+            psi = np.asarray(arrays["values"], dtype=float)
+            total = np.abs(psi).sum()
+            se = (np.full_like(psi, np.nan) if arrays["std"] is None or total == 0
+                  else np.asarray(arrays["std"], dtype=float) / total)
+            for _, cell in others.iterrows():
+                estimate = normalise_l1(results.arrays(cell["key"])["values"])
+                if estimate.shape != psi.shape:
+                    continue
+                loco = normalise_l1(psi)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    z = (estimate - loco) / se
+                frames.append(pd.DataFrame({
+                    "dataset": dataset, "model": model, "seed": seed,
+                    "reference": reference["method"], "method": cell["method"],
+                    "feature": results.feature_names(cell["key"]), "loco": loco,
+                    "loco_se": se, "estimate": estimate, "difference": estimate - loco,
+                    "z": z}))
+    return (pd.concat(frames, ignore_index=True)[LOCO_COLUMNS] if frames
+            else pd.DataFrame(columns=LOCO_COLUMNS))
+
+
+def loco_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (cell, LOCO cell): Spearman correlation of the two profiles, the largest
+    |difference|, and the fraction of features within 2 LOCO standard errors."""
+    columns = [*GROUP, "reference", "method", "spearman", "max_abs_difference",
+               "within_2se"]
+    if table.empty:
+        return pd.DataFrame(columns=columns)
+    summary = table.groupby([*GROUP, "reference", "method"], sort=True).apply(
+        lambda g: pd.Series({
+            "spearman": _spearman(g["estimate"].to_numpy(), g["loco"].to_numpy()),
+            "max_abs_difference": float(np.abs(g["difference"]).max()),
+            "within_2se": float((np.abs(g["z"]) <= 2).mean()),
+        }), include_groups=False).reset_index()
+    return summary[columns]
+
+
+def _loco_scatter(results: RunResults, table: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Per dataset: each method's normalised value against LOCO's, LOCO's ±2 SE as bars."""
+    if table.empty:
+        return []
+    colours = run_colours(results)
+    datasets = sorted(table["dataset"].unique())
+    figure, axes = new_figure(ncols=len(datasets), width=3.2, height=3.2, wspace=0.45)
+    for ax, dataset in zip(axes[0], datasets):
+        data = table[table["dataset"] == dataset]
+        for method, rows in data.groupby("method", sort=True):
+            ax.errorbar(rows["loco"], rows["estimate"], xerr=2 * rows["loco_se"], fmt="o",
+                        markersize=3, linewidth=0.6, label=method,
+                        color=colours.get(method_of_label(method), "#888888"))
+        low = float(min(data["loco"].min(), data["estimate"].min(), 0.0))
+        high = float(max(data["loco"].max(), data["estimate"].max()))
+        ax.plot([low, high], [low, high], color="0.5", linewidth=0.8, linestyle="--")
+        ax.set_title(dataset, fontsize=FONT_PT)
+        ax.set_xlabel("LOCO (sum |v| = 1), ±2 SE")
+        ax.set_ylabel("method (sum |v| = 1)")
+    axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=FONT_PT,
+                       frameon=False)
+    return [save_figure(figure, out_dir / "accuracy_loco.png")]
+
+
 def _truth_frame(results: RunResults, cells: pd.DataFrame) -> pd.DataFrame:
     """Normalised global views of ``cells`` and of each global truth of their dataset."""
     views = global_views(results, cells)
@@ -285,16 +384,20 @@ def _truth_bars(results: RunResults, out_dir: Path) -> list[Path]:
 
 
 def build(results: RunResults, out_dir: Path) -> ReportSection:
-    """Write ``model_scores.csv``, ``accuracy.csv``, ``accuracy_targets.csv``, and the figures
-    ``accuracy_truth_<dataset>.png`` and ``accuracy_targets.png``."""
+    """Write ``model_scores.csv``, ``accuracy.csv``, ``accuracy_targets.csv``,
+    ``accuracy_loco.csv``, and the figures ``accuracy_truth_<dataset>.png``,
+    ``accuracy_targets.png`` and ``accuracy_loco.png``."""
     out_dir = Path(out_dir)
     scores = model_scores(results)
     comparison = truth_comparison(results)
     targets = target_table(results)
+    beside_loco = loco_table(results)
     csvs = [write_csv(scores, out_dir / "model_scores.csv"),
             write_csv(comparison, out_dir / "accuracy.csv"),
-            write_csv(targets, out_dir / "accuracy_targets.csv")]
-    figures = _target_scatter(targets, out_dir) + _truth_bars(results, out_dir)
+            write_csv(targets, out_dir / "accuracy_targets.csv"),
+            write_csv(beside_loco, out_dir / "accuracy_loco.csv")]
+    figures = (_target_scatter(targets, out_dir) + _truth_bars(results, out_dir)
+               + _loco_scatter(results, beside_loco, out_dir))
     shown = comparison.drop(columns=["key"]).dropna(axis=1, how="all")
     html = ("<h3>Model scores (test set, or the population for explicit distributions)</h3>"
             + table_html(scores)
@@ -302,5 +405,9 @@ def build(results: RunResults, out_dir: Path) -> ReportSection:
             + "<p>Per feature in accuracy_targets.csv; the last column says which quantity "
               "the method estimates.</p>"
             + table_html(target_summary(targets))
+            + "<h3>Without a closed form: each method beside LOCO</h3>"
+            + "<p>Profiles normalised to sum |v| = 1; within_2se: fraction of features within "
+              "2 LOCO standard errors. Per feature in accuracy_loco.csv.</p>"
+            + table_html(loco_summary(beside_loco))
             + "<h3>Importances against the ground truth</h3>" + table_html(shown))
     return ReportSection("Accuracy", csvs, figures, html)

@@ -34,6 +34,8 @@ BUILTIN_METHODS: dict[str, str] = {
     "shaff": "harness.methods.shaff:SHAFF",
     "rs": "harness.methods.rs:RandomSubspace",
     "srs": "harness.methods.srs:SequentialRandomSubspace",
+    "loco": "harness.methods.loco:LOCO",
+    "conditional_permutation": "harness.methods.conditional_permutation:ConditionalPermutation",
 }
 
 BUILTIN_DATASETS: dict[str, str] = {
