@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from scipy import stats
 
 from harness.core.types import GroundTruth
 from harness.run.results import RunResults
 
+from .accuracy_loco import _loco_scatter, loco_summary, loco_table
 from .base import (
     FONT_PT,
     GROUP,
@@ -34,6 +34,7 @@ from .base import (
     rowwise_pearson,
     save_figure,
     slug,
+    spearman,
     table_html,
     wrap_label,
     write_csv,
@@ -55,12 +56,6 @@ def model_scores(results: RunResults) -> pd.DataFrame:
         return pd.DataFrame(columns=SCORE_COLUMNS)
     table = pd.DataFrame({c: models[c] if c in models else np.nan for c in SCORE_COLUMNS})
     return table.sort_values(GROUP, kind="stable").reset_index(drop=True)
-
-
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    if a.shape != b.shape or np.ptp(a) == 0 or np.ptp(b) == 0:
-        return float("nan")
-    return float(stats.spearmanr(a, b).statistic)
 
 
 def precision_of_relevant(view: np.ndarray, relevant: np.ndarray) -> float:
@@ -126,7 +121,7 @@ def _truth_comparison(results: RunResults) -> pd.DataFrame:
             row = {**base, "truth": name, "truth_scope": vector.scope, "unit": vector.unit,
                    "comparable": comparable}
             if vector.scope == "global":
-                row["spearman"] = _spearman(view, target)
+                row["spearman"] = spearman(view, target)
                 if comparable and view.shape == target.shape:
                     row["max_abs_error"] = float(np.abs(view - target).max())
             elif cell["scope"] == "local" and comparable:
@@ -188,7 +183,7 @@ def target_summary(table: pd.DataFrame) -> pd.DataFrame:
             "max_abs_error": float(np.abs(g["error"]).max()),
             "sum_estimate": float(g["estimate"].sum()),
             "sum_target": float(g["target_value"].sum()),
-            "spearman": _spearman(g["estimate"].to_numpy(), g["target_value"].to_numpy()),
+            "spearman": spearman(g["estimate"].to_numpy(), g["target_value"].to_numpy()),
         }), include_groups=False).reset_index()
     return summary[[*GROUP, "method", "target", "unit", "max_abs_error", "sum_estimate",
                     "sum_target", "spearman", "target_description"]]
@@ -222,103 +217,6 @@ def _target_scatter(table: pd.DataFrame, out_dir: Path) -> list[Path]:
         sns.move_legend(corner, "upper left", bbox_to_anchor=(1.02, 1), fontsize=FONT_PT,
                         frameon=False)
     return [save_figure(figure, out_dir / "accuracy_targets.png")]
-
-
-#: The methods set beside LOCO where no closed form exists (issue 21): each measures what
-#: the model loses without X_j, by permutation (MDA trio, conditional permutation) or by
-#: projection (Sobol-MDA, SHAFF), where LOCO refits without it.
-BESIDE_LOCO = ("mda_bc", "mda_ik", "mda_test", "sobol_mda", "shaff", "conditional_permutation")
-REFERENCE = "loco"
-LOCO_COLUMNS = [*GROUP, "reference", "method", "feature", "loco", "loco_se", "estimate",
-                "difference", "z"]
-
-
-def _has_global_truth(results: RunResults, dataset: str, seed: int) -> bool:
-    truth = results.truth(dataset, seed)
-    return truth is not None and any(v.scope == "global" for v in truth.quantities.values())
-
-
-def loco_table(results: RunResults) -> pd.DataFrame:
-    """Each method of :data:`BESIDE_LOCO` next to LOCO, per feature, where no global truth is.
-
-    For each (dataset, model, seed) without a global ground truth and each LOCO cell psi
-    (with standard errors se) and each global cell v of a method in ``BESIDE_LOCO`` there:
-    ``loco = psi_j / sum|psi|``, ``loco_se = se_j / sum|psi|`` (the sum taken as fixed),
-    ``estimate = v_j / sum|v|`` (units differ between methods; profiles normalised to
-    sum |.| = 1 compare, as the global comparisons of DESIGN.md do), ``difference =
-    estimate - loco`` and ``z = difference / loco_se``.
-    """
-    return results.derived("loco_table", _loco_table)
-
-
-def _loco_table(results: RunResults) -> pd.DataFrame:
-    cells = done_cells(results, scope="global")
-    frames = []
-    for (dataset, model, seed), group in cells.groupby(GROUP, sort=True):
-        if _has_global_truth(results, dataset, int(seed)):
-            continue
-        others = group[group["method_name"].isin(BESIDE_LOCO)]
-        for _, reference in group[group["method_name"] == REFERENCE].iterrows():
-            arrays = results.arrays(reference["key"])
-            psi = np.asarray(arrays["values"], dtype=float)
-            total = np.abs(psi).sum()
-            se = (np.full_like(psi, np.nan) if arrays["std"] is None or total == 0
-                  else np.asarray(arrays["std"], dtype=float) / total)
-            for _, cell in others.iterrows():
-                estimate = normalise_l1(results.arrays(cell["key"])["values"])
-                if estimate.shape != psi.shape:
-                    continue
-                loco = normalise_l1(psi)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    z = (estimate - loco) / se
-                frames.append(pd.DataFrame({
-                    "dataset": dataset, "model": model, "seed": seed,
-                    "reference": reference["method"], "method": cell["method"],
-                    "feature": results.feature_names(cell["key"]), "loco": loco,
-                    "loco_se": se, "estimate": estimate, "difference": estimate - loco,
-                    "z": z}))
-    return (pd.concat(frames, ignore_index=True)[LOCO_COLUMNS] if frames
-            else pd.DataFrame(columns=LOCO_COLUMNS))
-
-
-def loco_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (cell, LOCO cell): Spearman correlation of the two profiles, the largest
-    |difference|, and the fraction of features within 2 LOCO standard errors."""
-    columns = [*GROUP, "reference", "method", "spearman", "max_abs_difference",
-               "within_2se"]
-    if table.empty:
-        return pd.DataFrame(columns=columns)
-    summary = table.groupby([*GROUP, "reference", "method"], sort=True).apply(
-        lambda g: pd.Series({
-            "spearman": _spearman(g["estimate"].to_numpy(), g["loco"].to_numpy()),
-            "max_abs_difference": float(np.abs(g["difference"]).max()),
-            "within_2se": float((np.abs(g["z"]) <= 2).mean()),
-        }), include_groups=False).reset_index()
-    return summary[columns]
-
-
-def _loco_scatter(results: RunResults, table: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Per dataset: each method's normalised value against LOCO's, LOCO's ±2 SE as bars."""
-    if table.empty:
-        return []
-    colours = run_colours(results)
-    datasets = sorted(table["dataset"].unique())
-    figure, axes = new_figure(ncols=len(datasets), width=3.2, height=3.2, wspace=0.45)
-    for ax, dataset in zip(axes[0], datasets):
-        data = table[table["dataset"] == dataset]
-        for method, rows in data.groupby("method", sort=True):
-            ax.errorbar(rows["loco"], rows["estimate"], xerr=2 * rows["loco_se"], fmt="o",
-                        markersize=3, linewidth=0.6, label=method,
-                        color=colours.get(method_of_label(method), "#888888"))
-        low = float(min(data["loco"].min(), data["estimate"].min(), 0.0))
-        high = float(max(data["loco"].max(), data["estimate"].max()))
-        ax.plot([low, high], [low, high], color="0.5", linewidth=0.8, linestyle="--")
-        ax.set_title(dataset, fontsize=FONT_PT)
-        ax.set_xlabel("LOCO (sum |v| = 1), ±2 SE")
-        ax.set_ylabel("method (sum |v| = 1)")
-    axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=FONT_PT,
-                       frameon=False)
-    return [save_figure(figure, out_dir / "accuracy_loco.png")]
 
 
 def _truth_frame(results: RunResults, cells: pd.DataFrame) -> pd.DataFrame:

@@ -138,6 +138,13 @@ def rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return r
 
 
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman correlation of two profiles (NaN when either is constant)."""
+    if a.shape != b.shape or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
+    return float(stats.spearmanr(a, b).statistic)
+
+
 def rowwise_spearman(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Spearman correlation between matching rows: Pearson of the (average-tie) ranks."""
     return rowwise_pearson(stats.rankdata(a, axis=1), stats.rankdata(b, axis=1))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.core.types import Dataset, GroundTruth, TruthVector
-from harness.reports import accuracy
+from harness.reports import accuracy, accuracy_loco
 from harness.run.cell_result import CellResult
 from harness.run.results import RunResults
 from harness.run.store import Store
@@ -57,7 +57,7 @@ def results(tmp_path: Path):
 
 
 def test_each_permutation_method_is_set_beside_loco_with_its_standard_error(results):
-    table = accuracy.loco_table(results)
+    table = accuracy_loco.loco_table(results)
     assert set(table["dataset"]) == {"plain"}  # "closed" has a global truth
     assert sorted(table["method"].unique()) == ["mda_test", "sobol_mda"]
     sobol = table[table["method"] == "sobol_mda"]
@@ -67,7 +67,7 @@ def test_each_permutation_method_is_set_beside_loco_with_its_standard_error(resu
     mda = table[table["method"] == "mda_test"]
     np.testing.assert_allclose(mda["estimate"], [0.1, 0.2, 0.3, 0.4])
     np.testing.assert_allclose(mda["z"], [-6.0, -2.0, 2.0, 6.0])
-    summary = accuracy.loco_summary(table).set_index("method")
+    summary = accuracy_loco.loco_summary(table).set_index("method")
     assert summary.loc["sobol_mda", "spearman"] == pytest.approx(1.0)
     assert summary.loc["mda_test", "spearman"] == pytest.approx(-1.0)
     assert summary.loc["mda_test", "within_2se"] == 0.5
