@@ -22,7 +22,7 @@ node of ``missing_type``
 
 and otherwise left when ``x <= threshold``. Rows are coded by rank
 (:class:`~harness.forest.coding.ThresholdCoding`, rule ``"<="``, float64). Refused:
-categorical splits, linear trees, dart boosting, and objectives other than those in
+categorical splits, linear trees, dart and rf boosting, and objectives other than those in
 :data:`OBJECTIVES` (their link is not the identity, the logistic or the softmax).
 """
 
@@ -86,7 +86,7 @@ def _booster(model: Any) -> Any:
 
 def _refuse(model: Any, what: str) -> BadInputError:
     return BadInputError(f"This {type(model).__name__} has {what}, which the harness does not "
-                         "read; it reads gbdt/goss/rf boosting with numerical splits and the "
+                         "read; it reads gbdt/goss boosting with numerical splits and the "
                          f"objectives {', '.join(OBJECTIVES)} (binary with sigmoid:1).")
 
 
@@ -162,7 +162,9 @@ def _parse(model: Any, signature: tuple) -> _Parsed:
     booster = _booster(model)
     dump = booster.dump_model()
     boosting = _boosting(booster)
-    if boosting not in ("gbdt", "goss", "rf"):
+    if boosting not in ("gbdt", "goss"):
+        # rf: predict averages the trees while raw_score and pred_contrib sum them (LightGBM
+        # 4.7, measured), so no one margin is the model's
         raise _refuse(model, f"{boosting!r} boosting")
     classifier, output_unit, link = _objective(model, str(dump.get("objective", "custom")))
     per_round = int(dump["num_tree_per_iteration"])
@@ -175,10 +177,9 @@ def _parse(model: Any, signature: tuple) -> _Parsed:
     n_features = int(dump["max_feature_idx"]) + 1
     zero_missing = _zero_features(model, raws, [types for _, types in read], n_features)
     coding = threshold_coding(raws, n_features, rule="<=", precision="float64")
-    # the view's mean over trees is the margin: each summed tree counts n_trees times; rf
-    # boosting (average_output) averages over its rounds instead
-    scale = float(len(raws)) / (len(raws) // per_round if dump.get("average_output") else 1)
-    trees = boosted_trees(raws, coding, n_values, scale=scale, base=np.zeros(n_values))
+    # the view's mean over trees is the margin: each summed tree counts n_trees times
+    trees = boosted_trees(raws, coding, n_values, scale=float(len(raws)),
+                          base=np.zeros(n_values))
     classes = getattr(model, "classes_", None) if not _is_booster(model) else None
     if classifier and classes is None:
         classes = np.arange(max(n_values, 2))

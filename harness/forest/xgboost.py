@@ -63,7 +63,8 @@ OBJECTIVES: dict[str, Objective] = {
     "reg:absoluteerror": _IDENTITY,
     "reg:quantileerror": _IDENTITY,
     "binary:logistic": Objective(True, "margin", "logistic", _logit),
-    "binary:logitraw": Objective(True, "margin", "identity", _logit),
+    # logitraw's base_score is its margin (measured: XGBoost 3.2 adds it as stored)
+    "binary:logitraw": Objective(True, "margin", "identity", float),
     "multi:softprob": Objective(True, "margin", "softmax", float),
     "multi:softmax": Objective(True, "margin", "softmax", float),
 }
@@ -143,7 +144,7 @@ def _parse(model: Any, signature: tuple) -> _Parsed:
         raise _refuse(model, f"a {kind!r} booster")
     params = learner["learner_model_param"]
     if int(params.get("num_target", "1")) > 1:
-        raise _refuse(model, f"{params['num_target']} targets")
+        raise _refuse(model, f"{params['num_target']} targets (multi-output trees)")
     name = learner["objective"]["name"]
     if name not in OBJECTIVES:
         raise _refuse(model, f"the objective {name!r}")
