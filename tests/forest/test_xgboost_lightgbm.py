@@ -123,6 +123,37 @@ def _same_leaves(model, view, X) -> None:
         assert len(pairs) == len({a for a, _ in pairs}) == len({b for _, b in pairs}), t
 
 
+def _split_values(model) -> dict[int, np.ndarray]:
+    """Each feature's split thresholds, as the library's own table lists them."""
+    if type(model).__module__.startswith("xgboost"):
+        table = model.get_booster().trees_to_dataframe()
+        table = table[table["Feature"] != "Leaf"]
+        features = table["Feature"].str.lstrip("f").astype(int)
+        return {j: table["Split"][features == j].to_numpy(float) for j in range(P)}
+    table = model.booster_.trees_to_dataframe()
+    table = table[table["split_feature"].notna()]
+    features = table["split_feature"].str.replace("Column_", "").astype(int)
+    return {j: table["threshold"][features == j].to_numpy(float) for j in range(P)}
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_rows_at_the_thresholds_route_as_the_library(library):
+    """Values on each threshold and one float64 / float32 step either side: XGBoost compares
+    float32(x) < t, LightGBM x <= t in float64."""
+    model = _model(library, "regression")
+    rng = np.random.default_rng(4)
+    X = np.empty((400, P))
+    for j, thresholds in _split_values(model).items():
+        t32 = thresholds.astype(np.float32)
+        near = np.concatenate([
+            thresholds, np.nextafter(thresholds, np.inf), np.nextafter(thresholds, -np.inf),
+            np.nextafter(t32, np.float32(np.inf)), np.nextafter(t32, np.float32(-np.inf))])
+        X[:, j] = rng.choice(near, size=len(X))
+    view = forest_view(model)
+    np.testing.assert_allclose(view.output(view.rows(X)), _margin(model, X), rtol=0,
+                               atol=TOLERANCE[library])
+
+
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
 def test_treeshap_equals_the_library_treeshap_and_adds_up_to_the_margin(library, task):
