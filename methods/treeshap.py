@@ -73,8 +73,10 @@ class TreeSHAP(Method):
                 expected = np.atleast_1d(np.mean(predict_output(model, background), axis=0))
                 phi = self._shap(model, X, background)
             else:
-                expected = view.output(background).mean(axis=0)
-                phi = interventional_shap(view.paths, X, background)
+                # the kernels read rows in the coding of the trees' thresholds (ForestView.rows)
+                coded = view.rows(background)
+                expected = view.output(coded).mean(axis=0)
+                phi = interventional_shap(view.paths, view.rows(X), coded)
         elif self.params["backend"] == "shap":
             background = None
             import shap
@@ -84,7 +86,7 @@ class TreeSHAP(Method):
             expected = np.atleast_1d(np.asarray(explainer.expected_value, dtype=float))
         else:
             background = None
-            phi, expected = path_dependent_shap(view.packed, X)
+            phi, expected = path_dependent_shap(view.packed, view.rows(X))
         phi = phi.reshape(n, X.shape[1], -1)
         base = np.broadcast_to(expected, (n, expected.size))
         extra = {"n_background": 0 if background is None else int(background.shape[0])}

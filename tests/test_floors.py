@@ -17,8 +17,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent.parent
-# Installed by .ci/floors (``pip install -e ".[dev]"``); the dask extra is a subset of dev.
-TESTED_EXTRAS = ("dev", "dask")
+# Installed by .ci/floors (``pip install -e ".[dev]"``); the dask, xgboost and lightgbm extras
+# are subsets of dev.
+TESTED_EXTRAS = ("dev", "dask", "xgboost", "lightgbm")
 # Left out on purpose: the bench extra's comparators are imported by no test.
 UNTESTED_EXTRAS = ("bench",)
 
@@ -27,7 +28,7 @@ def _lower_bounds(pyproject: dict) -> dict[str, Version]:
     """Lower bound of each requirement .ci/floors installs, by canonical name."""
     requirements = [*pyproject["build-system"]["requires"], *pyproject["project"]["dependencies"]]
     for extra in TESTED_EXTRAS:
-        requirements += pyproject["project"]["optional-dependencies"][extra]
+        requirements += pyproject["project"]["optional-dependencies"].get(extra, [])
     bounds: dict[str, Version] = {}
     for text in requirements:
         requirement = Requirement(text)

@@ -3,7 +3,9 @@
 Each tool computes, on the same fitted forest and the same rows, the quantity that one of our
 methods computes: shap's ``TreeExplainer`` (Saabas with ``approximate=True``, path-dependent
 and interventional TreeSHAP), ``treeinterpreter`` (Saabas), ``fasttreeshap`` (path-dependent
-TreeSHAP) and scikit-learn's ``permutation_importance`` (Train/Test MDA). The packages are
+TreeSHAP), XGBoost's ``pred_contribs`` and LightGBM's ``pred_contrib`` (their C++
+path-dependent TreeSHAP, one thread) and scikit-learn's ``permutation_importance`` (Train/Test
+MDA). The packages are
 optional (``pip install 'tree-importance-harness[bench]'``): a tool whose package is missing or
 fails to import is reported as "not installed" and the bench goes on.
 """
@@ -111,6 +113,32 @@ def _permutation_importance(model, X, y, params) -> ToolResult:
     return ToolResult(result.importances_mean, result.importances_std)
 
 
+def _without_bias(contributions: np.ndarray, n_features: int) -> np.ndarray:
+    """A library's (n, p + 1) or (n, classes, p + 1) contributions as shap's layout."""
+    contributions = np.asarray(contributions, dtype=float)
+    if contributions.ndim == 3:
+        return contributions[:, :, :n_features].transpose(0, 2, 1)
+    if contributions.shape[1] > n_features + 1:  # LightGBM multiclass: classes side by side
+        contributions = contributions.reshape(contributions.shape[0], -1, n_features + 1)
+        return contributions[:, :, :n_features].transpose(0, 2, 1)
+    return contributions[:, :n_features]
+
+
+def _xgboost_contribs(model, X, y, params) -> ToolResult:
+    import xgboost
+
+    # the prediction runs on the booster's nthread: the bench's models are built with
+    # n_jobs=1, and the matrix is built on one thread too
+    contributions = model.get_booster().predict(xgboost.DMatrix(X, nthread=1),
+                                                pred_contribs=True)
+    return ToolResult(_without_bias(contributions, X.shape[1]))
+
+
+def _lightgbm_contrib(model, X, y, params) -> ToolResult:
+    return ToolResult(_without_bias(model.predict(X, pred_contrib=True, num_threads=1),
+                                    X.shape[1]))
+
+
 TOOLS = {tool.name: tool for tool in (
     Tool("shap approximate", "shap", _shap_approximate),
     Tool("treeinterpreter", "treeinterpreter", _treeinterpreter),
@@ -118,6 +146,10 @@ TOOLS = {tool.name: tool for tool in (
     Tool("shap interventional", "shap", _shap_interventional, uses=("n_background",),
          note="shap rounds thresholds to float32 (shap issue 5116); ours routes as sklearn"),
     Tool("fasttreeshap", "fasttreeshap", _fasttreeshap),
+    # the libraries' own C++ path-dependent TreeSHAP, on one thread
+    Tool("xgboost pred_contribs", "xgboost", _xgboost_contribs,
+         note="XGBoost sums in float32; ours in float64"),
+    Tool("lightgbm pred_contrib", "lightgbm", _lightgbm_contrib),
     Tool("sklearn permutation_importance", "sklearn", _permutation_importance,
          same_draws=False, uses=("n_repeats", "loss")),
 )}

@@ -1,7 +1,9 @@
 """``python -m harness bench``: method time as a multiple of the forest's own predict, and
 side by side with other libraries.
 
-Every case fits one scikit-learn forest on all its rows and, in one process, times the
+Every case fits one forest (scikit-learn's; the ``xgboost`` and ``lightgbm`` cases, issue 21,
+a boosted model of their optional library, left out of the default run when it is not
+installed) on all its rows and, in one process, times the
 forest's ``predict`` / ``predict_proba`` on the explained rows and each method on the same
 rows (best of ``repeat`` runs, or one run when a run takes longer than ``LONG_RUN`` seconds,
 after an untimed warm-up that compiles the kernels). A case may explain only its first rows
@@ -10,11 +12,12 @@ across machines. The out-of-bag methods get the training rows (here all rows); `
 gets the same rows as a stand-in held-out set.
 
 A method may be paired with another library's implementation of the same quantity
-(:mod:`harness.bench.comparators`: shap, treeinterpreter, fasttreeshap, scikit-learn's
-``permutation_importance``) or with a reference method of the same case (``tree_sage``
-against ``sage``); the row then gives the other's time, the speed-up over it and the largest
-difference of the values: absolute where both compute the same numbers, in units of the
-combined std where they estimate the same quantity from other random draws.
+(:mod:`harness.bench.comparators`: shap, treeinterpreter, fasttreeshap, XGBoost's and
+LightGBM's own TreeSHAP, scikit-learn's ``permutation_importance``) or with a reference
+method of the same case (``tree_sage`` against ``sage``); the row then gives the other's
+time, the speed-up over it and the largest difference of the values: absolute where both
+compute the same numbers, in units of the combined std where they estimate the same quantity
+from other random draws.
 
 The table (``bench.json``, one record per row) has the columns ``case``, ``method``,
 ``n_rows``, ``seconds``, ``predict_seconds``, ``ratio_to_predict``, ``target_ratio``,
@@ -45,7 +48,7 @@ from sklearn.datasets import load_breast_cancer, load_digits, make_friedman1
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier, RandomForestRegressor
 
 from harness.bench.comparators import TOOLS, aligned, missing
-from harness.core.errors import unknown_name
+from harness.core.errors import NotInstalledError, unknown_name
 from harness.forest.view import forest_view, predict_output
 
 LONG_RUN = 5.0  # seconds: a method this slow is timed once
@@ -107,6 +110,7 @@ class BenchCase:
     warm_up: dict[str, dict] = field(default_factory=dict)
     pairs: tuple[Pair, ...] = ()
     rows: dict[str, int] = field(default_factory=dict)
+    needs: str | None = None  # the optional package the case's model comes from
 
 
 OOB_METHODS = ("mda_test", "mda_bc", "mda_ik", "sobol_mda")
@@ -125,6 +129,9 @@ PATH_TARGETS = {"local_mdi": 1.0, "saabas": 1.0}
 # scikit-learn's permutation_importance at the same n_repeats
 TREESHAP_SPEEDUPS = {"A1": 10.0, "A2": 3.0, "B": 3.0, "C": 5.0}
 MDA_TEST_SPEEDUP = 3.0
+# issue 21: our path-dependent TreeSHAP not slower than XGBoost's / LightGBM's own C++, on
+# the first rows of 10^5 (shap takes longer)
+BOOSTED_TREESHAP_SPEEDUP, BOOSTED_TREESHAP_ROWS = 1.0, 2000
 # issue 6: peak memory of an explain within 2x of its output size plus the flattened forest
 MEMORY_TARGET = 2.0
 UNTRACED_METHODS = ("sage",)
@@ -160,6 +167,35 @@ def _sage_case(name, description, data, forest) -> BenchCase:
                      references={spec: "sage" for spec in SAGE_TARGETS},
                      speedup_targets=SAGE_TARGETS,
                      warm_up={spec: SAGE_WARM_UP for spec in SAGE_METHODS})
+
+
+def _regression_1e5() -> tuple[np.ndarray, np.ndarray]:
+    return make_friedman1(n_samples=100_000, n_features=50, random_state=0)
+
+
+def _boosted_case(library: str, forest: Callable[[], Any]) -> BenchCase:
+    """Issue 21: path-dependent TreeSHAP on 500 trees of depth 6 beside the library's own
+    C++ (one thread) and shap; the target is not slower than the library (>= 1.0x)."""
+    tool = "xgboost pred_contribs" if library == "xgboost" else "lightgbm pred_contrib"
+    return BenchCase(
+        library, f"make_friedman1(n_samples=100000, n_features=50), {library} 500 trees of "
+        "depth 6", _regression_1e5, forest, ("treeshap",),
+        pairs=(Pair("treeshap", tool, BOOSTED_TREESHAP_SPEEDUP),
+               Pair("treeshap", "shap path-dependent")),
+        rows={"treeshap": BOOSTED_TREESHAP_ROWS}, needs=library)
+
+
+def _xgboost_forest():
+    import xgboost
+
+    return xgboost.XGBRegressor(n_estimators=500, max_depth=6, n_jobs=1, random_state=0)
+
+
+def _lightgbm_forest():
+    import lightgbm
+
+    return lightgbm.LGBMRegressor(n_estimators=500, max_depth=6, num_leaves=63, n_jobs=1,
+                                  random_state=0, verbose=-1)
 
 
 CASES = {
@@ -205,6 +241,8 @@ CASES = {
     "sage-C": _sage_case(
         "sage-C", "make_friedman1(n_samples=2000), RandomForestRegressor(300)", _friedman1,
         lambda: RandomForestRegressor(n_estimators=300, random_state=0)),
+    "xgboost": _boosted_case("xgboost", _xgboost_forest),
+    "lightgbm": _boosted_case("lightgbm", _lightgbm_forest),
 }
 
 
@@ -314,10 +352,16 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
     from harness.api import explain
     from harness.run.cells import expand_methods
 
-    names = list(CASES) if not cases else cases
+    # a case whose model library is not installed is left out of the default run
+    names = ([name for name, case in CASES.items() if not case.needs or not missing(case.needs)]
+             if not cases else cases)
     for name in names:
         if name not in CASES:
             raise unknown_name("bench case", name, list(CASES))
+        if CASES[name].needs and missing(CASES[name].needs):
+            raise NotInstalledError(
+                f"bench case {name!r} needs {CASES[name].needs}; install it with pip install "
+                f"'tree-importance-harness[{CASES[name].needs}]'.")
     plan = _plan(names, methods)
     total = sum(1 + len(chosen) + sum(pair.method in chosen for pair in case.pairs)
                 for case, chosen in plan)

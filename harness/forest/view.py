@@ -23,7 +23,9 @@ import numpy as np
 
 from harness.core.errors import BadInputError
 from harness.forest.flat import FlatTree
+from harness.forest.lightgbm import LightGBMAdapter
 from harness.forest.sklearn import SklearnForestAdapter
+from harness.forest.xgboost import XGBoostAdapter
 
 if TYPE_CHECKING:
     from harness.forest.compact import PathForest
@@ -75,7 +77,7 @@ class ForestAdapter(Protocol):
 
 
 #: One adapter per tree library; the first that accepts a model reads it.
-ADAPTERS: tuple[type[ForestAdapter], ...] = (SklearnForestAdapter,)
+ADAPTERS: tuple[type[ForestAdapter], ...] = (SklearnForestAdapter, XGBoostAdapter, LightGBMAdapter)
 
 
 @dataclass(eq=False)
