@@ -60,7 +60,14 @@ class TreeSHAP(Method):
         compile_path_dependent_kernel()
 
     def skip(self, model, data: ExplainData) -> str | None:
-        return super().skip(model, data) or check_output(self.params["output"], model)
+        reason = super().skip(model, data) or check_output(self.params["output"], model)
+        if reason is None and self.params["backend"] == "shap" and np.isnan(data.X).any():
+            # shap 0.51 reads a scikit-learn tree's default child as its left child
+            # (TreeEnsemble, children_default = children_left), not missing_go_to_left
+            reason = ("backend='shap' sends a missing value left at every scikit-learn split "
+                      "(it ignores missing_go_to_left), so it cannot explain rows with NaN; "
+                      "use backend='harness'")
+        return reason
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         view = forest_view(model)
@@ -74,7 +81,7 @@ class TreeSHAP(Method):
                 phi = self._shap(model, X, background)
             else:
                 expected = view.output(background).mean(axis=0)
-                phi = interventional_shap(view.paths, X, background)
+                phi = interventional_shap(view.paths, view.rows(X), view.rows(background))
         elif self.params["backend"] == "shap":
             background = None
             import shap
@@ -84,7 +91,7 @@ class TreeSHAP(Method):
             expected = np.atleast_1d(np.asarray(explainer.expected_value, dtype=float))
         else:
             background = None
-            phi, expected = path_dependent_shap(view.packed, X)
+            phi, expected = path_dependent_shap(view.packed, view.rows(X))
         phi = phi.reshape(n, X.shape[1], -1)
         base = np.broadcast_to(expected, (n, expected.size))
         extra = {"n_background": 0 if background is None else int(background.shape[0])}

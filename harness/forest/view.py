@@ -110,6 +110,9 @@ class ForestView:
         :data:`harness.core.method.MODEL_CAPABILITIES`): ``"node_impurity"`` (node impurities
         i(t) that local MDI decomposes), ``"inbag"`` (each tree's in-bag rows, so out-of-bag
         rows exist).
+    routes_missing : bool
+        Whether the model's own ``predict`` accepts NaN in X (and routes it by each node's
+        ``missing_left``); :func:`harness.run.inputs.check_X` allows NaN exactly then.
     trees, packed, paths, inbag
         The derived forms, each built on first use (see the module docstring).
     """
@@ -129,6 +132,7 @@ class ForestView:
     _adapter: type[ForestAdapter] = field(repr=False)
     _model: weakref.ref = field(repr=False)
     _signature: tuple = field(repr=False)
+    routes_missing: bool = False
 
     def _source(self) -> Any:
         model = self._model()
