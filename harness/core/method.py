@@ -32,9 +32,9 @@ class ExplainData:
     then routes a NaN as the model does; a method that cannot must skip), its columns in the
     order the model was fitted on, and ``feature_names`` names them in that order (checked
     against the model's names wherever both sides have names); ``y`` is None (for methods
-    that do not need it), n finite float64 values for a regressor, or n labels among ``model.classes_`` (in its
-    dtype) for a classifier; ``sample_weight`` is None or n finite, non-negative float64
-    values with a positive sum.
+    that do not need it), n finite float64 values for a regressor, or n labels among
+    ``model.classes_`` (in its dtype) for a classifier; ``sample_weight`` is None or n
+    finite, non-negative float64 values with a positive sum.
     """
 
     X: np.ndarray
