@@ -23,7 +23,7 @@ from sklearn.ensemble import (
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 import harness
-from harness.core.errors import BadInputError
+from harness.core.errors import BadInputError, MethodSkipped
 from harness.forest.flat import leaf_index
 from harness.forest.inbag import check_training_rows, oob_predictions
 from harness.forest.permutations import STREAM_HELD_OUT, draw_seed, keyed_permutation
@@ -80,9 +80,22 @@ def _fit(name: str, with_nan: bool = True):
     return model.fit(X_NAN if with_nan else X_FILLED, y)
 
 
+class _Fitted(dict):
+    """The fitted models; one whose scikit-learn refuses NaN at fit (ExtraTrees before 1.6,
+    RandomForest before 1.4) skips the tests that use it."""
+
+    def __missing__(self, name):
+        pytest.skip(f"this scikit-learn does not fit {name} on rows with NaN")
+
+
 @pytest.fixture(scope="module")
 def models():
-    fitted = {name: _fit(name) for name in MODELS}
+    fitted = _Fitted()
+    for name in MODELS:
+        try:
+            fitted[name] = _fit(name)
+        except ValueError as exc:  # "Input X contains NaN" where missing values are refused
+            assert "NaN" in str(exc)
     # fitted without NaN, asked about rows with NaN (scikit-learn >= 1.9 routes them)
     fitted["clean_rf_regressor"] = _fit("rf_regressor", with_nan=False)
     return fitted
@@ -109,7 +122,9 @@ def _go_left(tree, node: int, x) -> bool:
 
 
 def test_models_fitted_on_nan_route_it_and_the_trees_did_split_nan_both_ways(models):
-    for name in MODELS:
+    for name in models:
+        if name.startswith("clean"):
+            continue
         assert forest_view(models[name]).routes_missing, name
         trees = fitted_trees(models[name])
         inner = np.concatenate([t.tree_.missing_go_to_left[t.tree_.children_left >= 0]
@@ -357,7 +372,11 @@ def test_every_built_in_method_explains_rows_with_nan_and_inf_is_refused(name, m
     for method in methods.loc[methods["installed"], "name"]:
         params = {k: v for k, v in FAST.get(method, {}).items()
                   if k in harness.list_methods().set_index("name").loc[method, "parameters"]}
-        result = harness.explain(method, model, X_NAN, y, seed=0, **params)
+        try:
+            result = harness.explain(method, model, X_NAN, y, seed=0, **params)
+        except MethodSkipped as skipped:  # rs/srs grow ExtraTrees: NaN from scikit-learn 1.6
+            assert method in ("rs", "srs") and "refuses NaN" in str(skipped)
+            continue
         assert np.all(np.isfinite(result.values)), method
     inf = X_NAN.copy()
     inf[3, 1] = np.inf
