@@ -36,7 +36,7 @@ class LocalMDI(Method):
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         view = forest_view(model)
         return Importances(
-            values=local_mdi_paths(view.paths, data.X), scope="local",
+            values=local_mdi_paths(view.paths, view.rows(data.X)), scope="local",
             feature_names=data.feature_names,
             unit=view.impurity_unit, explains="impurity",
         )

@@ -9,7 +9,6 @@ from harness.core.params import Interval, Param
 from harness.core.types import Importances
 from harness.estimators.oob import LOSS_PARAM, LossMethod
 from harness.forest.losses import row_loss_increases, target_codes
-from harness.forest.packed import as_float32_rows
 from harness.forest.permutations import draw_seed
 from harness.forest.view import forest_view
 from harness.kernels.reroute.held_out import held_out_permutation_pass
@@ -44,7 +43,7 @@ class MDATrainTest(LossMethod):
         view = forest_view(model)
         forest = view.packed
         loss = self.loss(data.task)
-        X32 = as_float32_rows(data.X)
+        X32 = view.rows(data.X)
         targets = target_codes(view.classes, data.y)
         seed = draw_seed(rng)
         n_repeats = self.params["n_repeats"]

@@ -39,26 +39,26 @@ class Saabas(Method):
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         view = forest_view(model)
         forest = view.paths
-        X = view.rows(data.X)  # in the coding of the trees' thresholds
         output = self.params["output"]
         n = data.X.shape[0]
+        X32 = view.rows(data.X)  # in the coding of the trees' thresholds
         if not view.classifier:
-            values, _, base = saabas_paths(forest, X)
+            values, _, base = saabas_paths(forest, X32)
             return Importances(
                 values=values, scope="local", feature_names=data.feature_names,
                 unit="prediction", explains="prediction", base_values=base,
             )
         if output == "all_classes":
-            contributions, prediction, bias = saabas_paths(forest, X, -2)
+            contributions, prediction, bias = saabas_paths(forest, X32, -2)
             values, base, explains = select_output(
                 contributions, np.broadcast_to(bias, (n, bias.size)), prediction, output,
                 view.classes)
             base = np.array(base)
         elif output == "predicted_class":
-            values, _, base = saabas_paths(forest, X, -1)
+            values, _, base = saabas_paths(forest, X32, -1)
             explains = "predicted-class probability"
         else:
-            values, _, base = saabas_paths(forest, X, output)
+            values, _, base = saabas_paths(forest, X32, output)
             explains = f"probability of class {view.classes[output]!r}"
         return Importances(
             values=values, scope="local", feature_names=data.feature_names,

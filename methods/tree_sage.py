@@ -10,7 +10,6 @@ from harness.core.types import Importances
 from harness.estimators.sage import cross_entropy, estimate_sage, squared_error
 from harness.estimators.sage_method import SAGE_PARAMETERS, SAGE_UNITS, SageMethod
 from harness.estimators.warm_up import warm_up
-from harness.forest.packed import as_float32_rows
 from harness.forest.view import forest_view
 from harness.kernels.sage.marginal import marginal_curves, marginal_setup
 from harness.kernels.sage.path_dependent import path_dependent_curves
@@ -66,14 +65,14 @@ class TreeSAGE(SageMethod):
         loss = cross_entropy if loss_name == "cross_entropy" else squared_error
         view = forest_view(model)
         forest = view.packed
-        X32 = as_float32_rows(data.X)
+        X32 = view.rows(data.X)
         targets = self.targets(model, data)
         marginal = self.params["imputation"] == "marginal"
         classifier = data.task == "classification"
         columns = targets.astype(np.int64) if classifier else np.zeros(len(X32), np.int64)
         p = data.X.shape[1]
         if marginal:
-            background = as_float32_rows(self.background(data, rng))
+            background = view.rows(self.background(data, rng))
             setup = marginal_setup(forest, background)
             _, _, tree_sums, tables = setup  # sums over the background rows
             scale = forest.n_trees * len(background)

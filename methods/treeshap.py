@@ -60,7 +60,14 @@ class TreeSHAP(Method):
         compile_path_dependent_kernel()
 
     def skip(self, model, data: ExplainData) -> str | None:
-        return super().skip(model, data) or check_output(self.params["output"], model)
+        reason = super().skip(model, data) or check_output(self.params["output"], model)
+        if reason is None and self.params["backend"] == "shap" and np.isnan(data.X).any():
+            # shap 0.51 reads a scikit-learn tree's default child as its left child
+            # (TreeEnsemble, children_default = children_left), not missing_go_to_left
+            reason = ("backend='shap' sends a missing value left at every scikit-learn split "
+                      "(it ignores missing_go_to_left), so it cannot explain rows with NaN; "
+                      "use backend='harness'")
+        return reason
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         view = forest_view(model)
@@ -73,10 +80,8 @@ class TreeSHAP(Method):
                 expected = np.atleast_1d(np.mean(predict_output(model, background), axis=0))
                 phi = self._shap(model, X, background)
             else:
-                # the kernels read rows in the coding of the trees' thresholds (ForestView.rows)
-                coded = view.rows(background)
-                expected = view.output(coded).mean(axis=0)
-                phi = interventional_shap(view.paths, view.rows(X), coded)
+                expected = view.output(background).mean(axis=0)
+                phi = interventional_shap(view.paths, view.rows(X), view.rows(background))
         elif self.params["backend"] == "shap":
             background = None
             import shap

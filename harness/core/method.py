@@ -27,12 +27,14 @@ class ExplainData:
     """The rows a method explains (and, for methods that need them, the targets).
 
     Built by :func:`harness.run.inputs.validate_explain_inputs`, so a method may rely on:
-    ``X`` is finite float64 of shape (n, p), n >= 1, its columns in the order the model was
-    fitted on, and ``feature_names`` names them in that order (checked against the model's
-    names wherever both sides have names); ``y`` is None (for methods that do not need it),
-    n finite float64 values for a regressor, or n labels among ``model.classes_`` (in its
-    dtype) for a classifier; ``sample_weight`` is None or n finite, non-negative float64
-    values with a positive sum.
+    ``X`` is float64 of shape (n, p), n >= 1, finite except for NaN cells, which appear only
+    when the model routes missing values (its forest view's ``routes_missing``: every kernel
+    then routes a NaN as the model does; a method that cannot must skip), its columns in the
+    order the model was fitted on, and ``feature_names`` names them in that order (checked
+    against the model's names wherever both sides have names); ``y`` is None (for methods
+    that do not need it), n finite float64 values for a regressor, or n labels among
+    ``model.classes_`` (in its dtype) for a classifier; ``sample_weight`` is None or n
+    finite, non-negative float64 values with a positive sum.
     """
 
     X: np.ndarray

@@ -12,7 +12,7 @@ from harness.core.params import Options, Param
 from harness.estimators.warm_up import warm_up
 from harness.forest.inbag import InBag, check_training_rows
 from harness.forest.losses import LOSSES, Loss, loss_mismatch, resolve_loss, target_codes
-from harness.forest.packed import PackedForest, as_float32_rows
+from harness.forest.packed import PackedForest
 from harness.forest.permutations import draw_seed
 from harness.forest.view import ForestView, forest_view
 from harness.kernels.reroute.permutation import oob_permutation_pass
@@ -49,7 +49,7 @@ class OOBInputs:
     """A forest with its training rows, checked, in the form the kernels take."""
 
     view: ForestView
-    X32: np.ndarray
+    X32: np.ndarray  # the training rows coded by the view (ForestView.rows)
     targets: np.ndarray  # float y, or class index as float
 
     @property
@@ -83,5 +83,5 @@ class OOBMethod(LossMethod):
         """Check that ``data`` holds the training rows and pack everything for the kernels."""
         view = forest_view(model)
         check_training_rows(view, data.X, data.y)
-        return OOBInputs(view=view, X32=as_float32_rows(data.X),
+        return OOBInputs(view=view, X32=view.rows(data.X),
                          targets=target_codes(view.classes, data.y))

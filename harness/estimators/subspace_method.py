@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, ClassVar
 
@@ -51,6 +52,13 @@ class SubspaceMethod(Method):
     def alpha(self) -> float:
         return 0.0
 
+    def skip(self, model: Any, data: ExplainData) -> str | None:
+        reason = super().skip(model, data)
+        if reason is None and np.isnan(data.X).any() and not _extra_trees_grow_on_nan():
+            reason = (f"{self.name} grows its own ExtraTrees on X, and this scikit-learn's "
+                      "ExtraTree refuses NaN (it accepts missing values from 1.6 on)")
+        return reason
+
     def settings(self, p: int, model: Any) -> SubspaceSettings:
         q = self.params["q"]
         q = q if isinstance(q, int) else max(1, round(q * p))
@@ -94,3 +102,16 @@ class SubspaceMethod(Method):
                    "seed": seed, "n_held_out": int(size), "expected_trees_per_feature":
                    math.floor(settings.n_trees * settings.q / data.X.shape[1]), **extra},
         )
+
+
+@functools.cache
+def _extra_trees_grow_on_nan() -> bool:
+    """Whether scikit-learn's ExtraTree fits rows with NaN (random splitter: from 1.6 on),
+    asked of the tree itself rather than read from a version table."""
+    from sklearn.tree import ExtraTreeRegressor
+
+    try:
+        ExtraTreeRegressor(random_state=0).fit([[np.nan], [0.0], [1.0]], [0.0, 1.0, 2.0])
+    except ValueError:
+        return False
+    return True

@@ -19,7 +19,8 @@ class PathForest:
     """A :class:`PackedForest` in the compact form the path walks read.
 
     Ids are int32 and local to their tree; ``kids[t] = (right, left)`` so that the child is
-    ``kids[t, x <= threshold]``, an indexed load instead of an unpredictable branch;
+    ``kids[t, goes_left]``, an indexed load instead of an unpredictable branch (``goes_left``
+    is :func:`harness.forest.packed.goes_left`, NaN read from ``missing_left``, uint8 per node);
     ``feature`` is -1 at leaves; ``threshold`` is float32, rounded down; ``value_by_class``
     is ``value`` transposed (n_values, n_nodes), one contiguous row per class. ``leaf_ptr``,
     ``leaf_class`` and ``leaf_value`` hold the nonzero leaf values (CSR by node): skipping
@@ -34,6 +35,7 @@ class PathForest:
     leaf_ptr: np.ndarray
     leaf_class: np.ndarray
     leaf_value: np.ndarray
+    missing_left: np.ndarray
 
 
 def _round_down_float32(threshold: np.ndarray) -> np.ndarray:
@@ -58,4 +60,5 @@ def compact_forest(packed: PackedForest) -> PathForest:
         leaf_ptr=np.concatenate(([0], np.cumsum(np.count_nonzero(leaf_values, axis=1)))),
         leaf_class=classes.astype(np.int32),
         leaf_value=leaf_values[rows, classes],
+        missing_left=packed.missing_left,
     )

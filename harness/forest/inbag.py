@@ -76,7 +76,10 @@ def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray, tree: in
 
     Checks the row count, then recomputes the leaf values of tree ``tree`` as count-weighted
     means of the in-bag targets and compares them with the stored ones. Skipped for forests
-    with ``class_weight`` (their trees weight rows by more than the counts).
+    with ``class_weight`` (their trees weight rows by more than the counts). Rows are routed
+    as the model routes them (NaN included, by each node's missing-value direction), so a NaN
+    in X matches the NaN the model was fitted on: the check compares leaf values, never X
+    itself.
     """
     inbag = view.inbag
     if X.shape[0] != inbag.n_samples:
@@ -90,7 +93,7 @@ def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray, tree: in
         return
     forest = view.packed
     targets = target_matrix(view, y)
-    leaves = apply_tree(forest, X, tree)
+    leaves = apply_tree(forest, view.rows(X), tree)
     weights = inbag.counts[:, tree].astype(np.float64)
     reached = np.unique(leaves[weights > 0])
     totals = np.zeros((forest.offsets[tree + 1] - forest.offsets[tree], forest.n_values))
@@ -119,7 +122,7 @@ def oob_predictions(view: ForestView, X: np.ndarray) -> tuple[np.ndarray, np.nda
     equals scikit-learn's ``oob_decision_function_`` / ``oob_prediction_``.
     """
     forest, inbag = view.packed, view.inbag
-    leaves = apply_packed(forest, X)
+    leaves = apply_packed(forest, view.rows(X))
     total = np.zeros((X.shape[0], forest.n_values))
     oob = inbag.oob
     for t in range(forest.n_trees):

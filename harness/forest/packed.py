@@ -2,8 +2,12 @@
 
 Every tree's node arrays are concatenated; ``offsets[t]`` is the first node of tree ``t`` and
 child ids stay local to their tree (``-1`` marks a leaf), so tree ``t``'s node ``k`` lives at
-``offsets[t] + k``. Routing follows scikit-learn exactly: rows are cast to float32 and a row
-goes left when ``float32(x_j) <= threshold`` (the threshold is float64).
+``offsets[t] + k``. Routing is the rule of :class:`~harness.forest.flat.FlatTree`: rows come
+coded by the view (:meth:`~harness.forest.view.ForestView.rows`; for scikit-learn, the float32
+cast it routes with) and a row goes left when ``x_j <= threshold`` (the threshold is float64),
+or when ``x_j`` is NaN and ``missing_left`` is set at the node. :func:`goes_left` is that rule
+for every compiled kernel: the NaN test is one compare on the value already loaded, and the
+``missing_left`` byte is read only for a NaN (a branch that rows without NaN never take).
 """
 
 from __future__ import annotations
@@ -36,6 +40,12 @@ class PackedForest:
     max_depth: int
     n_features: int
     classifier: bool
+    #: uint8 per node: 1 where a NaN goes left (all zeros when no tree routes NaN left)
+    missing_left: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.missing_left is None:  # NaN goes right everywhere (x <= t is false)
+            self.missing_left = np.zeros(self.left.shape[0], dtype=np.uint8)
 
     @property
     def n_trees(self) -> int:
@@ -50,7 +60,8 @@ class PackedForest:
         """Bytes held by the node arrays."""
         return sum(array.nbytes for array in (self.left, self.right, self.feature,
                                               self.threshold, self.value, self.cover,
-                                              self.impurity, self.offsets))
+                                              self.impurity, self.offsets,
+                                              self.missing_left))
 
     def tree_features(self, t: int) -> np.ndarray:
         """Sorted features that tree ``t`` splits on."""
@@ -74,72 +85,90 @@ def pack_trees(trees: list[FlatTree], n_features: int, classifier: bool) -> Pack
         max_depth=max(tree.max_depth for tree in trees),
         n_features=int(n_features),
         classifier=bool(classifier),
+        missing_left=np.concatenate([
+            np.zeros(tree.n_nodes, dtype=np.uint8) if tree.missing_left is None
+            else np.asarray(tree.missing_left, dtype=np.uint8) for tree in trees]),
     )
 
 
+@njit(cache=True)
+def goes_left(x, cut, missing_left, at):
+    """The routing rule at node ``at``: ``x <= cut``, or ``missing_left[at]`` if x is NaN.
+
+    ``x != x`` is the NaN test on the value already in a register; ``missing_left`` is read
+    only in that (rare, well-predicted) branch, so rows without NaN pay one compare.
+    """
+    if x != x:
+        return missing_left[at] != 0
+    return x <= cut
 
 
 @njit(cache=True)
-def child(left, right, feature, threshold, start, node, X32, row):
+def child(left, right, feature, threshold, missing_left, start, node, X32, row):
     """The child of ``node`` (local id in the tree starting at ``start``) that ``row`` takes."""
     at = start + node
-    if np.float64(X32[row, feature[at]]) <= threshold[at]:
+    if goes_left(np.float64(X32[row, feature[at]]), threshold[at], missing_left, at):
         return left[at]
     return right[at]
 
 
 @njit(cache=True)
-def leaf_of(left, right, feature, threshold, start, X32, row):
+def leaf_of(left, right, feature, threshold, missing_left, start, X32, row):
     """Local id of the leaf that ``row`` reaches in the tree starting at ``start``."""
     node = 0
     while left[start + node] != -1:
-        node = child(left, right, feature, threshold, start, node, X32, row)
+        node = child(left, right, feature, threshold, missing_left, start, node, X32, row)
     return node
 
 
 @njit(cache=True)
-def _apply(left, right, feature, threshold, offsets, X32):
+def _apply(left, right, feature, threshold, missing_left, offsets, X32):
     n, n_trees = X32.shape[0], offsets.size - 1
     leaves = np.empty((n, n_trees), dtype=np.int64)
     for t in range(n_trees):
         for i in range(n):
-            leaves[i, t] = leaf_of(left, right, feature, threshold, offsets[t], X32, i)
+            leaves[i, t] = leaf_of(left, right, feature, threshold, missing_left, offsets[t],
+                                   X32, i)
     return leaves
 
 
 @njit(cache=True)
-def _apply_tree(left, right, feature, threshold, start, X32):
+def _apply_tree(left, right, feature, threshold, missing_left, start, X32):
     leaves = np.empty(X32.shape[0], dtype=np.int64)
     for i in range(X32.shape[0]):
-        leaves[i] = leaf_of(left, right, feature, threshold, start, X32, i)
+        leaves[i] = leaf_of(left, right, feature, threshold, missing_left, start, X32, i)
     return leaves
 
 
-def apply_tree(forest: PackedForest, X: np.ndarray, tree: int) -> np.ndarray:
-    """Local leaf id of every row in tree ``tree`` only, shape (n,)."""
+def apply_tree(forest: PackedForest, X32: np.ndarray, tree: int) -> np.ndarray:
+    """Local leaf id of every coded row (:meth:`ForestView.rows`) in tree ``tree`` only,
+    shape (n,)."""
     return _apply_tree(forest.left, forest.right, forest.feature, forest.threshold,
-                       forest.offsets[tree], as_float32_rows(X))
+                       forest.missing_left, forest.offsets[tree], as_float32_rows(X32))
 
 
-def apply_packed(forest: PackedForest, X: np.ndarray) -> np.ndarray:
-    """Local leaf id of every row in every tree, shape (n, n_trees); equals ``model.apply``."""
-    return _apply(forest.left, forest.right, forest.feature, forest.threshold, forest.offsets,
-                  as_float32_rows(X))
+def apply_packed(forest: PackedForest, X32: np.ndarray) -> np.ndarray:
+    """Local leaf id of every coded row in every tree, shape (n, n_trees); equals
+    ``model.apply``."""
+    return _apply(forest.left, forest.right, forest.feature, forest.threshold,
+                  forest.missing_left, forest.offsets, as_float32_rows(X32))
 
 
 @njit(cache=True)
-def _forest_output(left, right, feature, threshold, value, offsets, X32):
+def _forest_output(left, right, feature, threshold, missing_left, value, offsets, X32):
     n = X32.shape[0]
     out = np.zeros((n, value.shape[1]))
     for t in range(offsets.size - 1):
         for i in range(n):
-            out[i] += value[offsets[t] + leaf_of(left, right, feature, threshold, offsets[t],
-                                                 X32, i)]
+            out[i] += value[offsets[t] + leaf_of(left, right, feature, threshold,
+                                                 missing_left, offsets[t], X32, i)]
     return out / (offsets.size - 1)
 
 
-def packed_output(forest: PackedForest, X: np.ndarray) -> np.ndarray:
-    """Mean over trees of the tree outputs, (n, n_values): ``predict_proba`` / ``predict`` as
-    a column, summed in tree order, without scikit-learn's per-tree Python loop."""
+def packed_output(forest: PackedForest, X32: np.ndarray) -> np.ndarray:
+    """Mean over trees of the tree outputs of coded rows, (n, n_values): ``predict_proba`` /
+    ``predict`` as a column, summed in tree order, without scikit-learn's per-tree Python
+    loop."""
     return _forest_output(forest.left, forest.right, forest.feature, forest.threshold,
-                          forest.value, forest.offsets, as_float32_rows(X))
+                          forest.missing_left, forest.value, forest.offsets,
+                          as_float32_rows(X32))

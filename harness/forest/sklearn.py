@@ -9,6 +9,15 @@ what it is (a one-tree forest with ``bootstrap=False`` and ``max_features=None``
 tree), so every kernel explains it unchanged; it has no out-of-bag rows. Another tree library
 is added by writing one more adapter like :class:`SklearnForestAdapter` and listing it in
 :data:`harness.forest.view.ADAPTERS`.
+
+Missing values: scikit-learn >= 1.3 stores per node ``tree_.missing_go_to_left`` and routes a
+NaN left exactly where it is set (``Tree._apply_dense``: a NaN goes to the left child if
+``missing_go_to_left``, else to the right one; the other values by ``x <= threshold``); it is
+read into :attr:`FlatTree.missing_left`. Whether ``predict`` accepts NaN at all depends on the
+version, the splitter, the criterion and ``monotonic_cst`` (DecisionTree since 1.3,
+RandomForest since 1.4, ExtraTrees since 1.6; in 1.9 also trees fitted without NaN, which then
+send it to the child that saw more samples), so the adapter asks the model's own input check
+(:func:`predict_accepts_nan`) rather than keeping a table of versions.
 """
 
 from __future__ import annotations
@@ -49,6 +58,8 @@ def flatten_tree(estimator, classifier: bool) -> FlatTree:
         value = value / value.sum(axis=1, keepdims=True)
     else:
         value = np.asarray(tree.value[:, 0, :1], dtype=float)
+    # scikit-learn < 1.3 has no missing-value routing (and its predict refuses NaN)
+    missing = getattr(tree, "missing_go_to_left", None)
     return FlatTree(
         left=np.asarray(tree.children_left),
         right=np.asarray(tree.children_right),
@@ -58,6 +69,7 @@ def flatten_tree(estimator, classifier: bool) -> FlatTree:
         weighted_n=np.asarray(tree.weighted_n_node_samples, dtype=float),
         value=value,
         max_depth=int(tree.max_depth),
+        missing_left=None if missing is None else np.asarray(missing, dtype=bool),
     )
 
 
@@ -72,6 +84,23 @@ def predict_output(model, X: np.ndarray) -> np.ndarray:
     """``predict_proba`` for classifiers, ``predict`` for regressors."""
     classifier = hasattr(model, "classes_")
     return _quietly(model.predict_proba if classifier else model.predict, X)
+
+
+def predict_accepts_nan(model) -> bool:
+    """Whether the model's own ``predict`` accepts NaN in X.
+
+    A forest's ``predict`` checks its rows with its first tree's rule
+    (``BaseForest._validate_X_predict`` calls ``estimators_[0]._support_missing_values``), a
+    tree's with its own, so one tree's ``predict`` on one all-NaN row answers for the model:
+    it raises ``ValueError`` ("Input X contains NaN") exactly when NaN is refused.
+    """
+    tree = fitted_trees(model)[0]
+    row = np.full((1, int(model.n_features_in_)), np.nan, dtype=np.float32)
+    try:
+        _quietly(tree.predict, row)
+    except ValueError:
+        return False
+    return getattr(tree.tree_, "missing_go_to_left", None) is not None
 
 
 IMPURITY_UNITS = {
@@ -126,6 +155,7 @@ class SklearnForestAdapter:
             "capabilities": frozenset(
                 {"node_impurity"} | ({"inbag"} if getattr(model, "bootstrap", False) else set())
             ),
+            "routes_missing": predict_accepts_nan(model),
         }
 
     @classmethod
@@ -163,5 +193,6 @@ class SklearnForestAdapter:
 
     @classmethod
     def encode_rows(cls, model, X: np.ndarray) -> np.ndarray:
-        """The float32 cast scikit-learn's trees route with (thresholds stay as stored)."""
+        """The float32 cast scikit-learn's trees route with (thresholds stay as stored; NaN
+        stays NaN)."""
         return as_float32_rows(X)

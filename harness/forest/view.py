@@ -112,6 +112,9 @@ class ForestView:
         :data:`harness.core.method.MODEL_CAPABILITIES`): ``"node_impurity"`` (node impurities
         i(t) that local MDI decomposes), ``"inbag"`` (each tree's in-bag rows, so out-of-bag
         rows exist).
+    routes_missing : bool
+        Whether the model's own ``predict`` accepts NaN in X (and routes it by each node's
+        ``missing_left``); :func:`harness.run.inputs.check_X` allows NaN exactly then.
     trees, packed, paths, inbag
         The derived forms, each built on first use (see the module docstring).
     """
@@ -131,6 +134,7 @@ class ForestView:
     _adapter: type[ForestAdapter] = field(repr=False)
     _model: weakref.ref = field(repr=False)
     _signature: tuple = field(repr=False)
+    routes_missing: bool = False
 
     def _source(self) -> Any:
         model = self._model()
@@ -178,16 +182,17 @@ class ForestView:
         return self._adapter.encode_rows(self._source(), X)
 
     def apply(self, X: np.ndarray) -> np.ndarray:
-        """Local leaf id of every row in every tree, (n, n_trees)."""
+        """Local leaf id of every row (raw, as the user passes it) in every tree, (n, n_trees)."""
         from harness.forest.packed import apply_packed
 
-        return apply_packed(self.packed, X)
+        return apply_packed(self.packed, self.rows(X))
 
     def output(self, X: np.ndarray) -> np.ndarray:
-        """Mean over trees of the tree outputs, (n, n_values)."""
+        """Mean over trees of the tree outputs for raw rows (the model's raw output, before
+        :attr:`link`), (n, n_values)."""
         from harness.forest.packed import packed_output
 
-        return packed_output(self.packed, X)
+        return packed_output(self.packed, self.rows(X))
 
 
 _VIEWS: weakref.WeakKeyDictionary[Any, ForestView] = weakref.WeakKeyDictionary()

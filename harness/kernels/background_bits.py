@@ -2,7 +2,8 @@
 word, so that kernels walking many background rows at once (the marginal imputation of
 tree SAGE, interventional TreeSHAP) route them all with one AND per node.
 
-Routing follows scikit-learn: a row goes left when ``float32(z_j) <= threshold``.
+Routing is the view's rule (:func:`harness.forest.packed.goes_left`): a coded row goes left
+when ``z_j <= threshold``, or when ``z_j`` is NaN and the node sends missing values left.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from harness.forest.packed import goes_left
+
 ALL_ROWS = ~np.uint64(0)
 
 
 @njit(cache=True)
-def background_directions(left, feature, threshold, offsets, Z32):
+def background_directions(left, feature, threshold, missing_left, offsets, Z32):
     """Which background rows go left at each node: bit b % 64 of word b // 64 of row ``node``
     is set if background row b goes left, shape (total_nodes, ceil(B / 64)) uint64."""
     n_background = Z32.shape[0]
@@ -24,7 +27,7 @@ def background_directions(left, feature, threshold, offsets, Z32):
             continue
         j, cut = feature[node], threshold[node]
         for b in range(n_background):
-            if np.float64(Z32[b, j]) <= cut:
+            if goes_left(np.float64(Z32[b, j]), cut, missing_left, node):
                 directions[node, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
     return directions
 

@@ -13,7 +13,7 @@ from harness.forest.packed import PackedForest, child
 
 
 @njit(cache=True)
-def _node_sums(left, right, feature, threshold, start, size, X32, weights, targets):
+def _node_sums(left, right, feature, threshold, missing, start, size, X32, weights, targets):
     """Weight and weighted target sum of the rows reaching every node of one tree."""
     n_values = targets.shape[1]
     weight = np.zeros(size)
@@ -29,12 +29,12 @@ def _node_sums(left, right, feature, threshold, start, size, X32, weights, targe
                 total[node, k] += w * targets[i, k]
             if left[start + node] == -1:
                 break
-            node = child(left, right, feature, threshold, start, node, X32, i)
+            node = child(left, right, feature, threshold, missing, start, node, X32, i)
     return weight, total
 
 
 @njit(parallel=True, cache=True)
-def _debiased_mdi_terms(left, right, feature, threshold, value, offsets, X32, counts,
+def _debiased_mdi_terms(left, right, feature, threshold, missing, value, offsets, X32, counts,
                         targets, inbag):
     """Per-tree MDI-oob and UFI terms, shape (n_trees, p) each, and each tree's W_0.
 
@@ -65,7 +65,7 @@ def _debiased_mdi_terms(left, right, feature, threshold, value, offsets, X32, co
                 weights[i] = counts[i, t]
             else:
                 weights[i] = 1.0 if counts[i, t] == 0 else 0.0
-        weight, total = _node_sums(left, right, feature, threshold, start, size, X32,
+        weight, total = _node_sums(left, right, feature, threshold, missing, start, size, X32,
                                    weights, targets)
         root_weight[t] = weight[0]
         if weight[0] == 0.0:
@@ -94,4 +94,5 @@ def debiased_mdi_terms(forest: PackedForest, X32: np.ndarray, counts: np.ndarray
     """Per-tree MDI-oob and UFI terms of ``forest`` (a forest view's ``packed`` field); see
     :func:`_debiased_mdi_terms`."""
     return _debiased_mdi_terms(forest.left, forest.right, forest.feature, forest.threshold,
-                               forest.value, forest.offsets, X32, counts, targets, inbag)
+                               forest.missing_left, forest.value, forest.offsets, X32, counts,
+                               targets, inbag)

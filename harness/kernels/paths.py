@@ -17,7 +17,8 @@ are walked again. Blocks run in parallel; every output row is written by one thr
 fixed order (trees in order, edges from the root down), so neither the number of threads nor
 the interleaving changes a bit of the result, and one class equals its slice of all classes.
 
-Routing follows scikit-learn: a row goes left when ``float64(float32(x_j)) <= threshold``.
+Routing follows the view's rule (:func:`harness.forest.packed.goes_left`): a coded row goes
+left when ``x_j <= threshold``, or when ``x_j`` is NaN and the node sends missing values left.
 The walks compare in float32 against the threshold rounded down to float32, which is the same
 test (for a float32 ``x``, ``x <= t`` iff ``x`` is at most the largest float32 ``<= t``) on
 half the memory.
@@ -32,7 +33,7 @@ import numpy as np
 from numba import njit, prange
 
 from harness.forest.compact import PathForest, compact_forest
-from harness.forest.packed import PackedForest, as_float32_rows
+from harness.forest.packed import PackedForest, as_float32_rows, goes_left
 
 #: Rows of a block when every class is accumulated: the block's output stays in cache.
 WIDE_BLOCK_ROWS = 256
@@ -50,10 +51,12 @@ def _block_rows(n: int, limit: int) -> int:
 
 
 @njit(cache=True)
-def _walk(kids, feature, threshold, q, k, sign, start, X32, out, i, node, f, accumulate):
+def _walk(kids, feature, threshold, missing, q, k, sign, start, X32, out, i, node, f,
+          accumulate):
     """Finish row i's walk from ``node`` (split on ``f``) to its leaf, which it returns."""
     while f >= 0:
-        child = start + kids[node, np.int64(X32[i, f] <= threshold[node])]
+        child = start + kids[node, np.int64(goes_left(X32[i, f], threshold[node], missing,
+                                                      node))]
         if accumulate:
             out[i, f] += sign * (q[k, child] - q[k, node])
         node, f = child, feature[child]
@@ -61,8 +64,8 @@ def _walk(kids, feature, threshold, q, k, sign, start, X32, out, i, node, f, acc
 
 
 @njit(cache=True)
-def _walk_rows(kids, feature, threshold, q, column, sign, offsets, X32, rows, out, accumulate,
-               leaf_ptr, leaf_class, leaf_value, prediction):
+def _walk_rows(kids, feature, threshold, missing, q, column, sign, offsets, X32, rows, out,
+               accumulate, leaf_ptr, leaf_class, leaf_value, prediction):
     """Walk ``rows`` down every tree of ``offsets``: add ``sign * (q[k, t_x] - q[k, t])``, with
     ``k = column[i]``, to ``out[i, v(t)]`` (if ``accumulate``), and the nonzero leaf values
     to ``prediction[i]`` (if it has rows)."""
@@ -78,10 +81,14 @@ def _walk_rows(kids, feature, threshold, q, column, sign, offsets, X32, rows, ou
             a = b = c = d = start
             fa = fb = fc = fd = root
             while fa >= 0 and fb >= 0 and fc >= 0 and fd >= 0:
-                ca = start + kids[a, np.int64(X32[i, fa] <= threshold[a])]
-                cb = start + kids[b, np.int64(X32[j, fb] <= threshold[b])]
-                cc = start + kids[c, np.int64(X32[u, fc] <= threshold[c])]
-                cd = start + kids[d, np.int64(X32[v, fd] <= threshold[d])]
+                ca = start + kids[a, np.int64(goes_left(X32[i, fa], threshold[a],
+                                                            missing, a))]
+                cb = start + kids[b, np.int64(goes_left(X32[j, fb], threshold[b],
+                                                            missing, b))]
+                cc = start + kids[c, np.int64(goes_left(X32[u, fc], threshold[c],
+                                                            missing, c))]
+                cd = start + kids[d, np.int64(goes_left(X32[v, fd], threshold[d],
+                                                            missing, d))]
                 if accumulate:
                     out[i, fa] += sign * (q[ki, ca] - q[ki, a])
                     out[j, fb] += sign * (q[kj, cb] - q[kj, b])
@@ -89,18 +96,18 @@ def _walk_rows(kids, feature, threshold, q, column, sign, offsets, X32, rows, ou
                     out[v, fd] += sign * (q[kv, cd] - q[kv, d])
                 a, b, c, d = ca, cb, cc, cd
                 fa, fb, fc, fd = feature[a], feature[b], feature[c], feature[d]
-            leaves[r] = _walk(kids, feature, threshold, q, ki, sign, start, X32, out, i, a, fa,
-                              accumulate)
-            leaves[r + 1] = _walk(kids, feature, threshold, q, kj, sign, start, X32, out, j, b,
-                                  fb, accumulate)
-            leaves[r + 2] = _walk(kids, feature, threshold, q, ku, sign, start, X32, out, u, c,
-                                  fc, accumulate)
-            leaves[r + 3] = _walk(kids, feature, threshold, q, kv, sign, start, X32, out, v, d,
-                                  fd, accumulate)
+            leaves[r] = _walk(kids, feature, threshold, missing, q, ki, sign, start, X32, out,
+                              i, a, fa, accumulate)
+            leaves[r + 1] = _walk(kids, feature, threshold, missing, q, kj, sign, start, X32,
+                                  out, j, b, fb, accumulate)
+            leaves[r + 2] = _walk(kids, feature, threshold, missing, q, ku, sign, start, X32,
+                                  out, u, c, fc, accumulate)
+            leaves[r + 3] = _walk(kids, feature, threshold, missing, q, kv, sign, start, X32,
+                                  out, v, d, fd, accumulate)
         for r in range(m - m % 4, m):  # stragglers, one at a time
             i = rows[r]
-            leaves[r] = _walk(kids, feature, threshold, q, column[i], sign, start, X32, out, i,
-                              start, root, accumulate)
+            leaves[r] = _walk(kids, feature, threshold, missing, q, column[i], sign, start,
+                              X32, out, i, start, root, accumulate)
         if predicting:  # apart from the walk, which it would slow down
             for r in range(m):
                 for e in range(leaf_ptr[leaves[r]], leaf_ptr[leaves[r] + 1]):
@@ -108,7 +115,7 @@ def _walk_rows(kids, feature, threshold, q, column, sign, offsets, X32, rows, ou
 
 
 @njit(cache=True, parallel=True)
-def _path_sums(kids, feature, threshold, q, sign, offsets, X32, block):
+def _path_sums(kids, feature, threshold, missing, q, sign, offsets, X32, block):
     """Mean over trees of Σ_{edges t -> t_x on the path of x_i, v(t) = j} sign (q[t_x] - q[t])
     for a node quantity ``q`` of shape (1, n_nodes)."""
     n, p = X32.shape
@@ -118,8 +125,8 @@ def _path_sums(kids, feature, threshold, q, sign, offsets, X32, block):
     no_prediction = np.zeros((0, 1))
     for b in prange((n + block - 1) // block):
         rows = np.arange(b * block, min(n, (b + 1) * block))
-        _walk_rows(kids, feature, threshold, q, column, sign, offsets, X32, rows, out, True,
-                   no_ptr, no_class, no_values, no_prediction)
+        _walk_rows(kids, feature, threshold, missing, q, column, sign, offsets, X32, rows, out,
+                   True, no_ptr, no_class, no_values, no_prediction)
     out /= offsets.size - 1
     return out
 
@@ -135,8 +142,8 @@ def _argmax_rows(prediction, rows, chosen):
 
 
 @njit(cache=True, parallel=True)
-def _saabas_class(kids, feature, threshold, value_by_class, leaf_ptr, leaf_class, leaf_value,
-                  offsets, X32, output, guess_trees, block):
+def _saabas_class(kids, feature, threshold, missing, value_by_class, leaf_ptr, leaf_class,
+                  leaf_value, offsets, X32, output, guess_trees, block):
     """Saabas contributions to one class per row: ``output``, or the predicted class if -1.
 
     The predicted class is known only after the last tree, so it is guessed from the first
@@ -153,27 +160,27 @@ def _saabas_class(kids, feature, threshold, value_by_class, leaf_ptr, leaf_class
     for b in prange((n + block - 1) // block):
         rows = np.arange(b * block, min(n, (b + 1) * block))
         if output == -1:
-            _walk_rows(kids, feature, threshold, value_by_class, chosen, 1.0,
+            _walk_rows(kids, feature, threshold, missing, value_by_class, chosen, 1.0,
                        offsets[:guess_trees + 1], X32, rows, out, False, leaf_ptr, leaf_class,
                        leaf_value, prediction)
             _argmax_rows(prediction, rows, chosen)
             prediction[rows[0]:rows[-1] + 1] = 0.0
         guess = chosen[rows].copy()
-        _walk_rows(kids, feature, threshold, value_by_class, chosen, 1.0, offsets, X32, rows,
-                   out, True, leaf_ptr, leaf_class, leaf_value, prediction)
+        _walk_rows(kids, feature, threshold, missing, value_by_class, chosen, 1.0, offsets,
+                   X32, rows, out, True, leaf_ptr, leaf_class, leaf_value, prediction)
         prediction[rows[0]:rows[-1] + 1] /= n_trees
         if output == -1:
             _argmax_rows(prediction, rows, chosen)
             wrong = rows[chosen[rows] != guess]
             out[wrong] = 0.0
-            _walk_rows(kids, feature, threshold, value_by_class, chosen, 1.0, offsets, X32,
-                       wrong, out, True, leaf_ptr, leaf_class, leaf_value, no_prediction)
+            _walk_rows(kids, feature, threshold, missing, value_by_class, chosen, 1.0, offsets,
+                       X32, wrong, out, True, leaf_ptr, leaf_class, leaf_value, no_prediction)
     out /= n_trees
     return out, prediction, chosen
 
 
 @njit(cache=True, parallel=True)
-def _saabas_all(kids, feature, threshold, value, offsets, X32, block):
+def _saabas_all(kids, feature, threshold, missing, value, offsets, X32, block):
     """Saabas contributions to every class: the full value change along every edge."""
     n, p = X32.shape
     width = value.shape[1]
@@ -187,7 +194,8 @@ def _saabas_all(kids, feature, threshold, value, offsets, X32, block):
                 node = start
                 f = feature[node]
                 while f >= 0:
-                    child = start + kids[node, np.int64(X32[i, f] <= threshold[node])]
+                    child = start + kids[node, np.int64(goes_left(X32[i, f], threshold[node],
+                                                                  missing, node))]
                     for k in range(width):
                         out[i, f, k] += value[child, k] - value[node, k]
                     node, f = child, feature[child]
@@ -208,6 +216,7 @@ def local_mdi_paths(forest: PathForest, X: np.ndarray) -> np.ndarray:
     ----------
     forest : PathForest
     X : array-like of shape (n, p)
+        Rows coded by the view (:meth:`harness.forest.view.ForestView.rows`).
 
     Returns
     -------
@@ -215,8 +224,9 @@ def local_mdi_paths(forest: PathForest, X: np.ndarray) -> np.ndarray:
     """
     X32 = as_float32_rows(X)
     packed = forest.packed
-    return _path_sums(forest.kids, forest.feature, forest.threshold, packed.impurity[None, :],
-                      -1.0, packed.offsets, X32, _block_rows(X32.shape[0], X32.shape[0]))
+    return _path_sums(forest.kids, forest.feature, forest.threshold, forest.missing_left,
+                      packed.impurity[None, :], -1.0, packed.offsets, X32,
+                      _block_rows(X32.shape[0], X32.shape[0]))
 
 
 def saabas_paths(forest: PathForest, X: np.ndarray,
@@ -249,17 +259,18 @@ def saabas_paths(forest: PathForest, X: np.ndarray,
     bias = packed.value[packed.offsets[:-1]].sum(axis=0) / packed.n_trees
     if not packed.classifier:
         contributions = _path_sums(forest.kids, forest.feature, forest.threshold,
-                                   forest.value_by_class, 1.0, packed.offsets, X32,
-                                   _block_rows(n, n))
+                                   forest.missing_left, forest.value_by_class, 1.0,
+                                   packed.offsets, X32, _block_rows(n, n))
         return contributions, None, np.full(n, bias[0])
     if output == -2:
         contributions, prediction = _saabas_all(
-            forest.kids, forest.feature, forest.threshold, packed.value, packed.offsets, X32,
-            _block_rows(n, WIDE_BLOCK_ROWS))
+            forest.kids, forest.feature, forest.threshold, forest.missing_left, packed.value,
+            packed.offsets, X32, _block_rows(n, WIDE_BLOCK_ROWS))
         return contributions, prediction, bias
     contributions, prediction, chosen = _saabas_class(
-        forest.kids, forest.feature, forest.threshold, forest.value_by_class, forest.leaf_ptr,
-        forest.leaf_class, forest.leaf_value, packed.offsets, X32, output,
+        forest.kids, forest.feature, forest.threshold, forest.missing_left,
+        forest.value_by_class, forest.leaf_ptr, forest.leaf_class, forest.leaf_value,
+        packed.offsets, X32, output,
         min(GUESS_TREES, packed.n_trees), _block_rows(n, n))
     return contributions, prediction, bias[chosen]
 

@@ -272,11 +272,14 @@ def check_sample_weight(sample_weight: object, n_rows: int) -> np.ndarray | None
 
 def check_X(model: object, X: object, feature_names: Sequence[str] | None = None
             ) -> tuple[np.ndarray, list[str]]:
-    """Validate the rows to explain: names in fit order, 2-D, right width, finite.
+    """Validate the rows to explain: names in fit order, 2-D, right width, finite numbers
+    or NaN where the model routes missing values (``ForestView.routes_missing``: its own
+    ``predict`` accepts NaN); never infinite.
 
     Returns X as float64 and the names of its columns in order.
     """
-    n_features = forest_view(model).n_features
+    view = forest_view(model)
+    n_features = view.n_features
     names = check_feature_names(model, X, feature_names)
     try:
         array = np.asarray(X, dtype=float)
@@ -292,8 +295,7 @@ def check_X(model: object, X: object, feature_names: Sequence[str] | None = None
                             f"{n_features} features.")
     if array.shape[0] == 0:
         raise BadInputError("X has no rows; expected at least one row to explain.")
-    if not np.all(np.isfinite(array)):
-        raise BadInputError("X contains NaN or infinite values; expected finite numbers.")
+    _check_values(view, array)
     if names is not None and len(names) != array.shape[1]:
         raise BadInputError(f"feature_names must name X's {array.shape[1]} columns; got "
                             f"{len(names)} names: {_show(names)}.")
@@ -304,6 +306,24 @@ def check_X(model: object, X: object, feature_names: Sequence[str] | None = None
     # C order, whatever the caller's layout (a frame's values are often Fortran-ordered): the
     # kernels then meet the one layout that prepare() compiled them for
     return np.ascontiguousarray(array), names
+
+
+def _check_values(view, array: np.ndarray) -> None:
+    """Refuse infinite cells always, NaN cells unless the model routes missing values."""
+    if np.all(np.isfinite(array)):
+        return
+    n_inf = int(np.count_nonzero(np.isinf(array)))
+    n_nan = int(np.count_nonzero(np.isnan(array)))
+    allowed = ("finite numbers or NaN (missing values, which this model routes)"
+               if view.routes_missing else "finite numbers")
+    if n_inf:
+        raise BadInputError(f"X must hold {allowed}; got {n_inf} infinite "
+                            f"cell{'s' if n_inf > 1 else ''}.")
+    if not view.routes_missing:
+        raise BadInputError(
+            f"X contains {n_nan} NaN cell{'s' if n_nan > 1 else ''}, but this {view.kind} "
+            f"({view.library}) does not route missing values (its own predict refuses NaN); "
+            f"expected {allowed}.")
 
 
 def validate_explain_inputs(
@@ -317,7 +337,8 @@ def validate_explain_inputs(
     model : fitted scikit-learn RandomForest/ExtraTrees
     X : array-like or DataFrame of shape (n, p)
         Rows to explain; string column names are checked against the fit's
-        (:func:`check_feature_names`).
+        (:func:`check_feature_names`). Finite, or NaN where the model routes missing values
+        (:attr:`~harness.forest.view.ForestView.routes_missing`); never infinite.
     y : array-like of shape (n,), optional
         Finite numbers for a regressor; labels among ``model.classes_`` for a classifier.
     sample_weight : array-like of shape (n,), optional

@@ -27,8 +27,8 @@ def fitted():
 def _cases(ds, model, out):
     X, y = ds.X, ds.y
     test = model.harness_fit_["test_index"]
-    nan = X.copy()
-    nan[0, 0] = np.nan
+    inf = X.copy()
+    inf[0, 0] = np.inf
     return [
         (lambda: harness.explain("nope", model, X), UnknownNameError,
          "Unknown method 'nope'. Available methods: local_mdi,"),
@@ -41,8 +41,9 @@ def _cases(ds, model, out):
          "RandomForestClassifier, "),
         (lambda: harness.explain("mdi", RandomForestClassifier(), X), BadInputError,
          "The RandomForestClassifier is not fitted; call fit() first."),
-        (lambda: harness.explain("saabas", model, nan), BadInputError,
-         "X contains NaN or infinite values; expected finite numbers."),
+        (lambda: harness.explain("saabas", model, inf), BadInputError,
+         "X must hold finite numbers or NaN (missing values, which this model routes); got 1 "
+         "infinite cell."),
         (lambda: harness.explain("saabas", model, X[:, :2]), BadInputError,
          "X has 2 columns but the model was fitted on 4 features."),
         (lambda: harness.explain("saabas", model, X[0]), BadInputError,

@@ -19,7 +19,7 @@ from packaging.version import Version
 
 import harness
 from harness.core.errors import BadInputError, MethodSkipped
-from harness.forest.flat import FlatTree, leaf_index
+from harness.forest.flat import leaf_index
 from harness.forest.view import forest_view
 
 xgb = pytest.importorskip("xgboost")
@@ -98,7 +98,7 @@ def test_view_output_is_the_library_margin(library, task):
     assert view.link == {"regression": "identity", "binary": "logistic",
                          "multiclass": "softmax"}[task]
     expected = _margin(model, X_NEW)
-    np.testing.assert_allclose(view.output(view.rows(X_NEW)), expected, rtol=0,
+    np.testing.assert_allclose(view.output(X_NEW), expected, rtol=0,
                                atol=TOLERANCE[library])
     # the view's leaves are the library's: one-to-one with pred_leaf in every tree
     _same_leaves(model, view, X_NEW)
@@ -151,7 +151,7 @@ def test_rows_at_the_thresholds_route_as_the_library(library):
             np.nextafter(t32, np.float32(np.inf)), np.nextafter(t32, np.float32(-np.inf))])
         X[:, j] = rng.choice(near, size=len(X))
     view = forest_view(model)
-    np.testing.assert_allclose(view.output(view.rows(X)), _margin(model, X), rtol=0,
+    np.testing.assert_allclose(view.output(X), _margin(model, X), rtol=0,
                                atol=TOLERANCE[library])
 
 
@@ -257,7 +257,7 @@ def test_boosters_trained_directly_read_as_their_wrappers():
             margin = booster.predict(xgb.DMatrix(X_NEW), output_margin=True)
         else:
             margin = booster.predict(X_NEW, raw_score=True)
-        np.testing.assert_allclose(view.output(view.rows(X_NEW))[:, 0], margin, rtol=0,
+        np.testing.assert_allclose(view.output(X_NEW)[:, 0], margin, rtol=0,
                                    atol=2e-5)
 
 
@@ -270,7 +270,7 @@ def test_xgboost_regression_objectives_base_score(objective):
                              **extra)
     model.fit(X_FIT, y)
     view = forest_view(model)
-    np.testing.assert_allclose(view.output(view.rows(X_NEW)), _margin(model, X_NEW), rtol=0,
+    np.testing.assert_allclose(view.output(X_NEW), _margin(model, X_NEW), rtol=0,
                                atol=2e-5)
 
 
@@ -287,7 +287,7 @@ def test_early_stopping_reads_the_trees_predict_uses():
     for model in (xgb_model, lgb_model):
         view = forest_view(model)
         assert view.n_trees < 200
-        np.testing.assert_allclose(view.output(view.rows(X_NEW)), _margin(model, X_NEW),
+        np.testing.assert_allclose(view.output(X_NEW), _margin(model, X_NEW),
                                    rtol=0, atol=2e-5)
 
 
@@ -343,24 +343,8 @@ def test_rows_with_missing_values_reach_the_library_leaves(nan_models, name):
     np.testing.assert_allclose(values, _margin(model, X), rtol=0, atol=2e-5)
 
 
-def _kernels_route_nan() -> bool:
-    """Whether the compiled kernels follow ``missing_left`` yet (the NaN routing of issue 21
-    is merged from another branch)."""
-    from harness.forest.packed import pack_trees, packed_output
-
-    stump = FlatTree(left=np.array([1, -1, -1]), right=np.array([2, -1, -1]),
-                     feature=np.array([0, -2, -2]), threshold=np.array([0.5, -2.0, -2.0]),
-                     impurity=np.zeros(3), weighted_n=np.ones(3),
-                     value=np.array([[0.5], [0.0], [1.0]]), max_depth=1,
-                     missing_left=np.array([True, False, False]))
-    packed = pack_trees([stump], 1, classifier=False)
-    return packed_output(packed, np.array([[np.nan]], dtype=np.float32))[0, 0] == 0.0
-
-
 @pytest.mark.parametrize("name", ["xgboost-nan", "lightgbm-nan", "lightgbm-zero"])
 def test_kernels_on_rows_with_missing_values(nan_models, name):
-    if not _kernels_route_nan():
-        pytest.skip("the kernels do not route NaN by missing_left yet (issue 21, NaN part)")
     from harness.kernels.treeshap.path_dependent import path_dependent_shap
 
     model = nan_models[name]
@@ -368,7 +352,7 @@ def test_kernels_on_rows_with_missing_values(nan_models, name):
     view = forest_view(model)
     coded = view.rows(X)
     margin = _margin(model, X)
-    np.testing.assert_allclose(view.output(coded), margin, rtol=0, atol=2e-5)
+    np.testing.assert_allclose(view.output(X), margin, rtol=0, atol=2e-5)
     phi, base = path_dependent_shap(view.packed, coded)
     theirs = _library_contributions(model, X)
     np.testing.assert_allclose(phi, theirs[:, :P], rtol=0, atol=2e-5)

@@ -23,20 +23,22 @@ import numpy as np
 from numba import njit, prange
 
 from harness.forest.compact import PathForest
+from harness.forest.packed import goes_left
 from harness.forest.permutations import STREAM_HELD_OUT, fill_keyed_permutation
 
 
 @njit(cache=True)
-def _step(kids, feature, threshold, start, X32, row, node, j, x_j):
+def _step(kids, feature, threshold, missing, start, X32, row, node, j, x_j):
     """One step down from ``node`` for ``row`` with feature j set to ``x_j`` (a leaf stays)."""
     f = feature[node]
     x = x_j if f == j else X32[row, max(f, 0)]
-    down = start + kids[node, np.int64(x <= threshold[node])]
+    down = start + kids[node, np.int64(goes_left(x, threshold[node], missing, node))]
     return node if f < 0 else down
 
 
 @njit(cache=True)
-def _walk_tasks(kids, feature, threshold, start, X32, j, task_row, task_node, task_x, count):
+def _walk_tasks(kids, feature, threshold, missing, start, X32, j, task_row, task_node, task_x,
+                count):
     """Walk ``count`` rows to their leaves from ``task_node`` (in place), four at a time.
 
     Four independent walks interleaved keep four chains of dependent loads in flight
@@ -48,21 +50,22 @@ def _walk_tasks(kids, feature, threshold, start, X32, j, task_row, task_node, ta
         x0, x1, x2, x3 = task_x[i], task_x[i + 1], task_x[i + 2], task_x[i + 3]
         a, b, c, d = task_node[i], task_node[i + 1], task_node[i + 2], task_node[i + 3]
         while (feature[a] >= 0 or feature[b] >= 0 or feature[c] >= 0 or feature[d] >= 0):
-            a = _step(kids, feature, threshold, start, X32, r0, a, j, x0)
-            b = _step(kids, feature, threshold, start, X32, r1, b, j, x1)
-            c = _step(kids, feature, threshold, start, X32, r2, c, j, x2)
-            d = _step(kids, feature, threshold, start, X32, r3, d, j, x3)
+            a = _step(kids, feature, threshold, missing, start, X32, r0, a, j, x0)
+            b = _step(kids, feature, threshold, missing, start, X32, r1, b, j, x1)
+            c = _step(kids, feature, threshold, missing, start, X32, r2, c, j, x2)
+            d = _step(kids, feature, threshold, missing, start, X32, r3, d, j, x3)
         task_node[i], task_node[i + 1], task_node[i + 2], task_node[i + 3] = a, b, c, d
         i += 4
     for k in range(i, count):
         node = task_node[k]
         while feature[node] >= 0:
-            node = _step(kids, feature, threshold, start, X32, task_row[k], node, j, task_x[k])
+            node = _step(kids, feature, threshold, missing, start, X32, task_row[k], node, j,
+                         task_x[k])
         task_node[k] = node
 
 
 @njit(cache=True)
-def _paths_by_feature(kids, feature, threshold, start, X32, path, split_row, split_depth,
+def _paths_by_feature(kids, feature, threshold, missing, start, X32, path, split_row, split_depth,
                       bucket):
     """Walk every row; ``path[row, d]`` is the node at depth d of its path (the last is its
     leaf). The (row, depth) of every split, bucketed by its feature in row then path order,
@@ -75,7 +78,8 @@ def _paths_by_feature(kids, feature, threshold, start, X32, path, split_row, spl
         while feature[node] >= 0:
             path[row, d] = node
             bucket[feature[node] + 1] += 1
-            node = start + kids[node, np.int64(X32[row, feature[node]] <= threshold[node])]
+            node = start + kids[node, np.int64(goes_left(X32[row, feature[node]],
+                                                          threshold[node], missing, node))]
             d += 1
         path[row, d] = node
         leaves[row] = node
@@ -94,7 +98,7 @@ def _paths_by_feature(kids, feature, threshold, start, X32, path, split_row, spl
 
 
 @njit(cache=True, parallel=True)
-def _held_out_permutation_pass(kids, feature, threshold, value, offsets, max_depth, X32,
+def _held_out_permutation_pass(kids, feature, threshold, missing, value, offsets, max_depth, X32,
                                seed, first_repeat, n_repeats):
     """Forest output shift of every row and feature when column j is permuted over all rows,
     for repeats ``first_repeat``, ..., ``first_repeat + n_repeats - 1``.
@@ -124,7 +128,7 @@ def _held_out_permutation_pass(kids, feature, threshold, value, offsets, max_dep
     bucket = np.zeros(p + 1, dtype=np.int64)
     for t in range(n_trees):
         start = offsets[t]
-        leaves = _paths_by_feature(kids, feature, threshold, start, X32, path, split_row,
+        leaves = _paths_by_feature(kids, feature, threshold, missing, start, X32, path, split_row,
                                    split_depth, bucket)
         for row in range(n):
             for c in range(n_values):
@@ -134,10 +138,10 @@ def _held_out_permutation_pass(kids, feature, threshold, value, offsets, max_dep
             task_node = np.empty(n, dtype=np.int64)
             task_x = np.empty(n, dtype=np.float32)
             for r in range(n_repeats):
-                count = _leaving_rows(kids, threshold, start, X32, path, split_row,
+                count = _leaving_rows(kids, threshold, missing, start, X32, path, split_row,
                                       split_depth, bucket, j, perms[r, j], task_row,
                                       task_node, task_x)
-                _walk_tasks(kids, feature, threshold, start, X32, j, task_row, task_node,
+                _walk_tasks(kids, feature, threshold, missing, start, X32, j, task_row, task_node,
                             task_x, count)
                 for task in range(count):
                     row, leaf = task_row[task], task_node[task]
@@ -150,8 +154,8 @@ def _held_out_permutation_pass(kids, feature, threshold, value, offsets, max_dep
 
 
 @njit(cache=True)
-def _leaving_rows(kids, threshold, start, X32, path, split_row, split_depth, bucket, j, perm,
-                  task_row, task_node, task_x):
+def _leaving_rows(kids, threshold, missing, start, X32, path, split_row, split_depth, bucket, j,
+                  perm, task_row, task_node, task_x):
     """List the rows whose permuted x_j (``X32[perm[row], j]``) leaves their path at a split
     on j, with the other child of the first such split as where their walk resumes."""
     count = 0
@@ -161,10 +165,10 @@ def _leaving_rows(kids, threshold, start, X32, path, split_row, split_depth, buc
         x_j = X32[perm[row], j]
         while k < end and split_row[k] == row:
             node = path[row, split_depth[k]]
-            goes_left = x_j <= threshold[node]
-            if goes_left != (path[row, split_depth[k] + 1] == start + kids[node, 1]):
+            x_left = goes_left(x_j, threshold[node], missing, node)
+            if x_left != (path[row, split_depth[k] + 1] == start + kids[node, 1]):
                 task_row[count] = row
-                task_node[count] = start + kids[node, np.int64(goes_left)]
+                task_node[count] = start + kids[node, np.int64(x_left)]
                 task_x[count] = x_j
                 count += 1
                 while k < end and split_row[k] == row:
@@ -180,5 +184,5 @@ def held_out_permutation_pass(forest: PathForest, X32: np.ndarray, seed: int,
     ``forest`` (a forest view's ``paths`` field); see :func:`_held_out_permutation_pass`."""
     packed = forest.packed
     return _held_out_permutation_pass(forest.kids, forest.feature, forest.threshold,
-                                      packed.value, packed.offsets, packed.max_depth, X32, seed,
-                                      first_repeat, n_repeats)
+                                      forest.missing_left, packed.value, packed.offsets,
+                                      packed.max_depth, X32, seed, first_repeat, n_repeats)

@@ -13,25 +13,26 @@ import numpy as np
 from numba import njit
 
 from harness.forest.losses import loss_value
-from harness.forest.packed import PackedForest, child
+from harness.forest.packed import PackedForest, child, goes_left
 from harness.forest.permutations import STREAM_OOB, fill_keyed_permutation
 
 
 @njit(cache=True)
-def _reroute(left, right, feature, threshold, start, X32, row, node, j, x_j):
+def _reroute(left, right, feature, threshold, missing, start, X32, row, node, j, x_j):
     """Leaf reached from ``node`` by ``row`` with its feature ``j`` set to ``x_j``."""
     while left[start + node] != -1:
         at = start + node
         f = feature[at]
         if f == j:
-            node = left[at] if np.float64(x_j) <= threshold[at] else right[at]
+            x_left = goes_left(np.float64(x_j), threshold[at], missing, at)
+            node = left[at] if x_left else right[at]
         else:
-            node = child(left, right, feature, threshold, start, node, X32, row)
+            node = child(left, right, feature, threshold, missing, start, node, X32, row)
     return node
 
 
 @njit(cache=True)
-def path_pairs(left, right, feature, threshold, start, X32, rows, n_features, max_pairs):
+def path_pairs(left, right, feature, threshold, missing, start, X32, rows, n_features, max_pairs):
     """Walk ``rows``; return their leaves and the (row position, feature, first node) pairs.
 
     Pairs are bucketed by feature (counting sort): pairs of feature j are
@@ -55,7 +56,7 @@ def path_pairs(left, right, feature, threshold, start, X32, rows, n_features, ma
                 pair_feature[n_pairs] = f
                 pair_node[n_pairs] = node
                 n_pairs += 1
-            node = child(left, right, feature, threshold, start, node, X32, row)
+            node = child(left, right, feature, threshold, missing, start, node, X32, row)
         leaves[a] = node
     bucket = np.zeros(n_features + 1, dtype=np.int64)
     for k in range(n_pairs):
@@ -71,7 +72,7 @@ def path_pairs(left, right, feature, threshold, start, X32, rows, n_features, ma
 
 
 @njit(cache=True)
-def _oob_permutation_pass(left, right, feature, threshold, value, offsets, max_depth, X32,
+def _oob_permutation_pass(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
                           counts, targets, loss_code, seed, want_ensemble):
     """Per-tree loss increases and per-row output shifts under OOB permutations.
 
@@ -102,7 +103,7 @@ def _oob_permutation_pass(left, right, feature, threshold, value, offsets, max_d
             continue
         rows = rows_buffer[:m]
         leaves, pair_row, pair_node, order, bucket = path_pairs(
-            left, right, feature, threshold, start, X32, rows, p, m * (max_depth + 1))
+            left, right, feature, threshold, missing, start, X32, rows, p, m * (max_depth + 1))
         for j in range(p):
             if bucket[j + 1] == bucket[j]:
                 continue
@@ -112,7 +113,7 @@ def _oob_permutation_pass(left, right, feature, threshold, value, offsets, max_d
                 a = pair_row[k]
                 row = rows[a]
                 x_j = X32[rows[perm[a]], j]
-                leaf = _reroute(left, right, feature, threshold, start, X32, row,
+                leaf = _reroute(left, right, feature, threshold, missing, start, X32, row,
                                 pair_node[k], j, x_j)
                 if leaf == leaves[a]:
                     continue
@@ -132,5 +133,6 @@ def oob_permutation_pass(forest: PackedForest, X32: np.ndarray, counts: np.ndarr
     """Per-tree loss increases and per-row output shifts under OOB permutations of ``forest``
     (a forest view's ``packed`` field); see :func:`_oob_permutation_pass`."""
     return _oob_permutation_pass(forest.left, forest.right, forest.feature, forest.threshold,
-                                 forest.value, forest.offsets, forest.max_depth, X32, counts,
-                                 targets, loss_code, seed, want_ensemble)
+                                 forest.missing_left, forest.value, forest.offsets,
+                                 forest.max_depth, X32, counts, targets, loss_code, seed,
+                                 want_ensemble)

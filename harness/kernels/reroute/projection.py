@@ -39,7 +39,7 @@ def node_hash(node):
 
 
 @njit(cache=True)
-def _level_keys(left, right, feature, threshold, start, X32, row, u, j, cur, nxt, keys):
+def _level_keys(left, right, feature, threshold, missing, start, X32, row, u, j, cur, nxt, keys):
     """Keys of ``row``'s projected descent from ``u`` along ``j``.
 
     Writes the key of every level whose frontier is not empty into ``keys`` (level 0 is
@@ -64,7 +64,7 @@ def _level_keys(left, right, feature, threshold, start, X32, row, u, j, cur, nxt
                 n_next += 2
                 next_key += node_hash(start + left[at]) + node_hash(start + right[at])
             else:
-                taken = child(left, right, feature, threshold, start, node, X32, row)
+                taken = child(left, right, feature, threshold, missing, start, node, X32, row)
                 nxt[n_next] = taken
                 n_next += 1
                 next_key += node_hash(start + taken)
@@ -87,7 +87,7 @@ def table_slot(table_keys, table_stamp, generation, key, mask):
 
 
 @njit(cache=True)
-def _projected_oob_shift(left, right, feature, threshold, value, offsets, max_depth, X32,
+def _projected_oob_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
                          counts, targets):
     """Sum over each row's OOB trees of (projected output - tree output), per feature.
 
@@ -136,9 +136,9 @@ def _projected_oob_shift(left, right, feature, threshold, value, offsets, max_de
         rows_in, rows_out = in_rows[:n_in], out_rows[:n_out]
         span = max_depth + 1
         _, in_row, in_node, in_order, in_bucket = path_pairs(
-            left, right, feature, threshold, start, X32, rows_in, p, n_in * span)
+            left, right, feature, threshold, missing, start, X32, rows_in, p, n_in * span)
         out_leaf, out_row, out_node, out_order, out_bucket = path_pairs(
-            left, right, feature, threshold, start, X32, rows_out, p, n_out * span)
+            left, right, feature, threshold, missing, start, X32, rows_out, p, n_out * span)
         for j in range(p):
             if out_bucket[j + 1] == out_bucket[j]:
                 continue
@@ -156,7 +156,7 @@ def _projected_oob_shift(left, right, feature, threshold, value, offsets, max_de
             for k in in_order[in_bucket[j]:in_bucket[j + 1]]:
                 row = rows_in[in_row[k]]
                 weight = np.float64(counts[row, t])
-                n_levels = _level_keys(left, right, feature, threshold, start, X32, row,
+                n_levels = _level_keys(left, right, feature, threshold, missing, start, X32, row,
                                        in_node[k], j, cur, nxt, keys)
                 for level in range(n_levels):
                     at = table_slot(table_keys, table_stamp, generation, keys[level], mask)
@@ -171,7 +171,7 @@ def _projected_oob_shift(left, right, feature, threshold, value, offsets, max_de
             for k in out_order[out_bucket[j]:out_bucket[j + 1]]:
                 a = out_row[k]
                 row = rows_out[a]
-                n_levels = _level_keys(left, right, feature, threshold, start, X32, row,
+                n_levels = _level_keys(left, right, feature, threshold, missing, start, X32, row,
                                        out_node[k], j, cur, nxt, keys)
                 chosen = -1
                 for level in range(n_levels):
@@ -191,5 +191,5 @@ def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarra
     """Sum over each row's OOB trees of (projected output − tree output), per feature, for
     ``forest`` (a forest view's ``packed`` field); see :func:`_projected_oob_shift`."""
     return _projected_oob_shift(forest.left, forest.right, forest.feature, forest.threshold,
-                                forest.value, forest.offsets, forest.max_depth, X32, counts,
-                                targets)
+                                forest.missing_left, forest.value, forest.offsets,
+                                forest.max_depth, X32, counts, targets)

@@ -52,7 +52,7 @@ def _kept_below(left, right, feature, start, size, keep):
 
 
 @njit(cache=True)
-def _projected_cell(left, right, feature, threshold, cover, value, start, X32, row, keep,
+def _projected_cell(left, right, feature, threshold, missing, cover, value, start, X32, row, keep,
                     below, hashes, stack, fallback):
     """Leaf-set hash of ``row``'s projected descent; ``fallback`` gets the cover-weighted
     mean value of the reached leaves."""
@@ -71,7 +71,7 @@ def _projected_cell(left, right, feature, threshold, cover, value, start, X32, r
             for k in range(fallback.shape[0]):
                 fallback[k] += cover[at] * value[at, k]
         elif keep[feature[at]]:
-            stack[size] = child(left, right, feature, threshold, start, node, X32, row)
+            stack[size] = child(left, right, feature, threshold, missing, start, node, X32, row)
             size += 1
         else:
             stack[size] = left[at]
@@ -83,8 +83,8 @@ def _projected_cell(left, right, feature, threshold, cover, value, start, X32, r
 
 
 @njit(parallel=True, cache=True)
-def _projected_oob_predictions(left, right, feature, threshold, cover, value, offsets, X32,
-                               counts, targets, keep):
+def _projected_oob_predictions(left, right, feature, threshold, missing, cover, value, offsets,
+                               X32, counts, targets, keep):
     """Sum over each row's out-of-bag trees of the projected tree outputs, per subset.
 
     Parameters
@@ -135,8 +135,8 @@ def _projected_oob_predictions(left, right, feature, threshold, cover, value, of
                 weight = counts[i, t]
                 if weight == 0:
                     continue
-                key = _projected_cell(left, right, feature, threshold, cover, value, start,
-                                      X32, i, keep[s], below, hashes, stack, fallback)
+                key = _projected_cell(left, right, feature, threshold, missing, cover, value,
+                                      start, X32, i, keep[s], below, hashes, stack, fallback)
                 at = table_slot(table_keys, stamps, generation, key, mask)
                 if stamps[at] != generation:
                     stamps[at] = generation
@@ -149,8 +149,8 @@ def _projected_oob_predictions(left, right, feature, threshold, cover, value, of
             for i in range(n):
                 if counts[i, t] != 0:
                     continue
-                key = _projected_cell(left, right, feature, threshold, cover, value, start,
-                                      X32, i, keep[s], below, hashes, stack, fallback)
+                key = _projected_cell(left, right, feature, threshold, missing, cover, value,
+                                      start, X32, i, keep[s], below, hashes, stack, fallback)
                 at = table_slot(table_keys, stamps, generation, key, mask)
                 if stamps[at] == generation:
                     for k in range(n_values):
@@ -168,5 +168,5 @@ def projected_oob_predictions(forest: PackedForest, X32: np.ndarray, counts: np.
     """Sum over each row's out-of-bag trees of the projected tree outputs, per subset, for
     ``forest`` (a forest view's ``packed`` field); see :func:`_projected_oob_predictions`."""
     return _projected_oob_predictions(forest.left, forest.right, forest.feature,
-                                      forest.threshold, forest.cover, forest.value,
-                                      forest.offsets, X32, counts, targets, keep)
+                                      forest.threshold, forest.missing_left, forest.cover,
+                                      forest.value, forest.offsets, X32, counts, targets, keep)

@@ -14,7 +14,9 @@ background rows are walked together, 64 at a time as bits of a word (the directi
 all background rows at every node are computed once): a state is a node, an interval of
 k and the set of rows that reach the node for those k. Rows that go x's way share x's
 child; the others split into x's child for k > rank(j) and their own child for
-k <= rank(j); a leaf adds its value times the number of rows over the interval.
+k <= rank(j); a leaf adds its value times the number of rows over the interval. Every
+direction, x's and the background rows', follows the view's routing rule, NaN included
+(:func:`harness.forest.packed.goes_left`).
 
 The curves, their output column and their independence of the thread count are as in
 :mod:`harness.kernels.sage.path_dependent` (pairs in groups of ``CHUNK``, each summed over trees
@@ -27,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from harness.forest.packed import PackedForest
+from harness.forest.packed import PackedForest, goes_left
 from harness.kernels.background_bits import background_directions, popcount, word_rows
 from harness.kernels.sage.tables import integrate_steps, table_value, tree_cuts
 
@@ -35,46 +37,54 @@ CHUNK = 32  # pairs per parallel work item
 
 
 @njit(cache=True)
-def _spread(left, right, feature, threshold, value, directions, start, word, n_background, j,
-            table, first_step, last_step, totals, stack):
+def _spread(left, right, feature, threshold, missing_left, value, directions, start, word,
+            n_background, j, table, first_step, last_step, totals, stack):
     """Walk the background rows of ``word`` through one tree, each its own way except at
     splits on feature j (none if j < 0), where x_j decides: both children are followed with
-    the interval of x_j cells (cut indices in ``table``) that lead there. A leaf adds its
-    value times its number of rows to the difference array ``totals`` over its cells
-    (rows first_step, ..., last_step)."""
-    stack_node, stack_low, stack_high, stack_rows = stack
+    the interval of x_j cells (cut indices in ``table``) that lead there, and whether
+    x_j = NaN leads there too. A leaf adds its value times its number of rows to the
+    difference array ``totals`` over its cells (rows first_step, ..., last_step) and, if
+    NaN reaches it, directly to the NaN cell (row last_step + 1)."""
+    stack_node, stack_low, stack_high, stack_rows, stack_nan = stack
     stack_node[0], stack_low[0], stack_high[0] = 0, 0, table.size
     stack_rows[0] = word_rows(n_background, word)
+    stack_nan[0] = j >= 0  # the base sums (j < 0) have no NaN cell
     top = 1
     while top > 0:
         top -= 1
         at, low, high, held = start + stack_node[top], stack_low[top], stack_high[top], \
             stack_rows[top]
+        nan = stack_nan[top]
         if left[at] == -1:
             count = popcount(held)
             for c in range(value.shape[1]):
-                totals[first_step + low, c] += value[at, c] * count
-                if first_step + high + 1 <= last_step:
-                    totals[first_step + high + 1, c] -= value[at, c] * count
+                if low <= high:
+                    totals[first_step + low, c] += value[at, c] * count
+                    if first_step + high + 1 <= last_step:
+                        totals[first_step + high + 1, c] -= value[at, c] * count
+                if nan:
+                    totals[last_step + 1, c] += value[at, c] * count
             continue
         if feature[at] == j:
             cut = np.searchsorted(table, threshold[at])  # x_j <= threshold: cells <= cut
-            children = ((left[at], low, min(high, cut), held),
-                        (right[at], max(low, cut + 1), high, held))
+            nan_left = missing_left[at] != 0
+            children = ((left[at], low, min(high, cut), held, nan and nan_left),
+                        (right[at], max(low, cut + 1), high, held, nan and not nan_left))
         else:
-            goes_left = directions[at, word]
-            children = ((left[at], low, high, held & goes_left),
-                        (right[at], low, high, held & ~goes_left))
-        for node, child_low, child_high, child_rows in children:
-            if child_low <= child_high and child_rows != 0:
+            rows_left = directions[at, word]
+            children = ((left[at], low, high, held & rows_left, nan),
+                        (right[at], low, high, held & ~rows_left, nan))
+        for node, child_low, child_high, child_rows, child_nan in children:
+            if (child_low <= child_high or child_nan) and child_rows != 0:
                 stack_node[top], stack_low[top], stack_high[top] = node, child_low, child_high
                 stack_rows[top] = child_rows
+                stack_nan[top] = child_nan
                 top += 1
 
 
 @njit(cache=True)
-def marginal_tables(left, right, feature, threshold, value, offsets, n_features, directions,
-                    n_background):
+def marginal_tables(left, right, feature, threshold, missing_left, value, offsets, n_features,
+                    directions, n_background):
     """Σ_b f_t(z_b) per tree (k = 0) and Σ_b f_t(x_j, z_b,~j) as step functions of x_j per
     tree and feature (k = 1), for the marginal walk.
 
@@ -90,17 +100,19 @@ def marginal_tables(left, right, feature, threshold, value, offsets, n_features,
     for t in range(n_trees):
         largest = max(largest, offsets[t + 1] - offsets[t] + 1)
     stack = (np.empty(largest, dtype=np.int64), np.empty(largest, dtype=np.int64),
-             np.empty(largest, dtype=np.int64), np.empty(largest, dtype=np.uint64))
+             np.empty(largest, dtype=np.int64), np.empty(largest, dtype=np.uint64),
+             np.empty(largest, dtype=np.bool_))
     nothing = np.empty(0)
     for t in range(n_trees):
         for word in range(directions.shape[1]):
-            _spread(left, right, feature, threshold, value, directions, offsets[t], word,
-                    n_background, -1, nothing, t, t, base, stack)
+            _spread(left, right, feature, threshold, missing_left, value, directions,
+                    offsets[t], word, n_background, -1, nothing, t, t, base, stack)
             for j in range(p):
                 index = t * p + j
-                _spread(left, right, feature, threshold, value, directions, offsets[t], word,
-                        n_background, j, cuts[cut_start[index]:cut_start[index + 1]],
-                        step_start[index], step_start[index + 1] - 1, steps, stack)
+                _spread(left, right, feature, threshold, missing_left, value, directions,
+                        offsets[t], word, n_background, j,
+                        cuts[cut_start[index]:cut_start[index + 1]], step_start[index],
+                        step_start[index + 1] - 2, steps, stack)
         integrate_steps(steps, step_start, t, p)
     return base, (cuts, cut_start, steps, step_start)
 
@@ -109,15 +121,16 @@ def marginal_setup(forest: PackedForest, Z32: np.ndarray) -> tuple:
     """What :func:`marginal_curves` needs of a forest and background set, computed once:
     ``(n_background, directions, base, tables)``."""
     f = forest
-    directions = background_directions(f.left, f.feature, f.threshold, f.offsets, Z32)
-    base, tables = marginal_tables(f.left, f.right, f.feature, f.threshold, f.value, f.offsets,
-                                   f.n_features, directions, Z32.shape[0])
+    directions = background_directions(f.left, f.feature, f.threshold, f.missing_left,
+                                       f.offsets, Z32)
+    base, tables = marginal_tables(f.left, f.right, f.feature, f.threshold, f.missing_left,
+                                   f.value, f.offsets, f.n_features, directions, Z32.shape[0])
     return Z32.shape[0], directions, base, tables
 
 
 @njit(cache=True)
-def _bitset_walk(left, right, feature, threshold, value, directions, start, word, held, x, rank,
-                 column, steps, stack):
+def _bitset_walk(left, right, feature, threshold, missing_left, value, directions, start, word,
+                 held, x, rank, column, steps, stack):
     """Add, for the background rows ``held`` of ``word``, the hybrid leaf values of every
     step k >= 2 to ``steps`` (a difference array over k). A state (node, [low, high], rows)
     follows x's way without the stack while the rows agree with x or the split's feature is
@@ -133,9 +146,9 @@ def _bitset_walk(left, right, feature, threshold, value, directions, start, word
         at = start + node
         while left[at] != -1:
             j = feature[at]
-            x_left = np.float64(x[j]) <= threshold[at]
-            goes_left = directions[at, word]
-            agree = held & (goes_left if x_left else ~goes_left)
+            x_left = goes_left(np.float64(x[j]), threshold[at], missing_left, at)
+            rows_left = directions[at, word]
+            agree = held & (rows_left if x_left else ~rows_left)
             differ = held & ~agree
             x_child = left[at] if x_left else right[at]
             r = rank[j]  # x's child from step r + 1 on, the rows' own child up to r
@@ -160,8 +173,8 @@ def _bitset_walk(left, right, feature, threshold, value, directions, start, word
 
 
 @njit(cache=True, parallel=True)
-def _marginal_kernel(left, right, feature, threshold, value, offsets, max_depth, X32,
-                     n_background, directions, base, tables, rows, perms, columns):
+def _marginal_kernel(left, right, feature, threshold, missing_left, value, offsets, max_depth,
+                     X32, n_background, directions, base, tables, rows, perms, columns):
     n_pairs, p = perms.shape
     n_trees = offsets.size - 1
     steps = np.zeros((n_pairs, p + 2))
@@ -186,9 +199,9 @@ def _marginal_kernel(left, right, feature, threshold, value, offsets, max_depth,
                 if p < 2:
                     continue
                 for word in range(directions.shape[1]):
-                    _bitset_walk(left, right, feature, threshold, value, directions, start,
-                                 word, word_rows(n_background, word), x, ranks[q - first],
-                                 column, steps[q], stack)
+                    _bitset_walk(left, right, feature, threshold, missing_left, value,
+                                 directions, start, word, word_rows(n_background, word), x,
+                                 ranks[q - first], column, steps[q], stack)
     curves = np.empty((n_pairs, p + 1))
     scale = 1.0 / (n_trees * n_background)
     for q in range(n_pairs):
@@ -216,6 +229,6 @@ def marginal_curves(forest: PackedForest, X32: np.ndarray, Z32: np.ndarray, rows
         setup = marginal_setup(forest, Z32)
     n_background, directions, base, tables = setup
     f = forest
-    return _marginal_kernel(f.left, f.right, f.feature, f.threshold, f.value, f.offsets,
-                            f.max_depth, X32, n_background, directions, base, tables, rows,
-                            perms, columns)
+    return _marginal_kernel(f.left, f.right, f.feature, f.threshold, f.missing_left, f.value,
+                            f.offsets, f.max_depth, X32, n_background, directions, base,
+                            tables, rows, perms, columns)

@@ -26,7 +26,8 @@ whole list and the per-pair work has few branches.
 
 The kernel returns the forest's curve (mean over trees) of one output column per (row,
 permutation) pair: the true class's probability for cross-entropy, the regression value
-for squared error. Routing follows scikit-learn (float32 inputs, ``x <= threshold``). Pairs
+for squared error. Routing is the view's rule (:func:`harness.forest.packed.goes_left`:
+coded rows, ``x <= threshold`` or NaN where missing values go left). Pairs
 are split into groups processed in parallel (numba ``prange``); each pair's curve is
 accumulated in a fixed order (trees, then depth first) that does not depend on the other
 pairs of its group, so the results do not depend on the number of threads.
@@ -38,7 +39,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from harness.forest.packed import PackedForest
+from harness.forest.packed import PackedForest, goes_left
 from harness.kernels.sage.tables import table_value
 
 PAIRS_PER_WALK = 128  # at most this many pairs walk a tree together (one parallel item)
@@ -114,7 +115,7 @@ def _probe(tree, start, at, kind_l, kind_r, pairs, work, src, cnt):
     """First pass over the pairs listed at internal node ``at``: the smallest rank split on in
     its subtree (scratch row 0), the rank of its feature and whether x goes left (rows 1, 2),
     and the same two for twig children (rows 3, 4 left; 5, 6 right)."""
-    left, right, feature, threshold, value, fraction, masks = tree
+    left, right, feature, threshold, value, fraction, masks, missing = tree
     xs, ranks, rank_tables, cols = pairs
     ids, lows, reaches, rows, counts, scratch, chunks = work
     n_chunks = chunks.size
@@ -132,13 +133,13 @@ def _probe(tree, start, at, kind_l, kind_r, pairs, work, src, cnt):
             lowest = min(lowest, np.int64(rank_tables[q, b, chunks[b]]))
         scratch[0, s] = lowest
         scratch[1, s] = ranks[q, j]
-        scratch[2, s] = xs[q, j] <= cut
+        scratch[2, s] = goes_left(xs[q, j], cut, missing, at)
         if kind_l == TWIG:
             scratch[3, s] = ranks[q, j_l]
-            scratch[4, s] = xs[q, j_l] <= cut_l
+            scratch[4, s] = goes_left(xs[q, j_l], cut_l, missing, left_at)
         if kind_r == TWIG:
             scratch[5, s] = ranks[q, j_r]
-            scratch[6, s] = xs[q, j_r] <= cut_r
+            scratch[6, s] = goes_left(xs[q, j_r], cut_r, missing, right_at)
 
 
 @njit(cache=True, inline='always')
@@ -150,7 +151,7 @@ def _route(tree, start, at, kind_l, kind_r, pairs, work, src, cnt, dst, lanes, f
     Written out in one function: numba's inlining of helpers with branches here made the
     loop several times slower.
     """
-    left, right, feature, threshold, value, fraction, masks = tree
+    left, right, feature, threshold, value, fraction, masks, missing = tree
     xs, ranks, rank_tables, cols = pairs
     ids, lows, reaches, rows, counts, scratch, chunks = work
     p = ranks.shape[1]
@@ -226,7 +227,7 @@ def _walk_tree(tree, start, pairs, work, stack, lanes, full):
     The pairs listed at a node of depth d sit in slot 2d or 2d + 1 (left or right child);
     a slot is rewritten only once its node's subtree is done.
     """
-    left, right, feature, threshold, value, fraction, masks = tree
+    left, right, feature, threshold, value, fraction, masks, missing = tree
     xs, ranks, rank_tables, cols = pairs
     ids, lows, reaches, rows, counts, scratch, chunks = work
     stack_node, stack_slot, stack_depth = stack
@@ -343,7 +344,7 @@ def path_dependent_curves(forest: PackedForest, fraction: np.ndarray, X32: np.nd
     # bytes (measured: faster on Friedman #1 and on digits respectively)
     table_type = np.empty(0, dtype=np.int64 if entries <= 64 else np.uint8 if p < 255
                           else np.uint16)
-    tree = (left, right, feature, threshold, value, fraction, masks)
+    tree = (left, right, feature, threshold, value, fraction, masks, forest.missing_left)
     # measured: larger groups load each node for more pairs (Friedman #1: 128 pairs 2.4x
     # faster than 16); the bound keeps the lanes of the groups in flight within a cache-sized
     # buffer each and, together, within a quarter of the forest's node arrays

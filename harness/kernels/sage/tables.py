@@ -6,11 +6,12 @@ loss drops ℓ(f_{S_{k-1}}(x), y) − ℓ(f_{S_k}(x), y), where S_k holds the fi
 the coalitions along π are nested, so all p + 1 values come from one pass (feature j enters
 at step k = rank(j) + 1). Steps k = 0 and k = 1 need no walk: the tree's mean output under the
 imputation is a constant, and f_{{j}}(x) is a step function of x_j per tree and feature,
-constant between consecutive thresholds of j in the tree. This module builds those step
-functions for the path-dependent imputation (the marginal ones are in
-:mod:`harness.kernels.sage.marginal`), reads them for every row (the control variates of
-:mod:`harness.estimators.sage`), and the per-node data of the path-dependent walk (cover
-fractions, subtree feature bit sets).
+constant between consecutive thresholds of j in the tree, and constant at x_j = NaN (which
+follows each node's missing-value direction, :func:`harness.forest.packed.goes_left`): that
+value is one more cell of the table. This module builds those step functions for the
+path-dependent imputation (the marginal ones are in :mod:`harness.kernels.sage.marginal`),
+reads them for every row (the control variates of :mod:`harness.estimators.sage`), and the
+per-node data of the path-dependent walk (cover fractions, subtree feature bit sets).
 """
 
 from __future__ import annotations
@@ -67,9 +68,9 @@ def tree_cuts(left, feature, threshold, offsets, n_features):
 
     Returns ``(cuts, cut_start, step_start)``: the cuts of (t, j) are
     ``cuts[cut_start[index]:cut_start[index + 1]]``, and a step function over the intervals
-    (−inf, c_0], (c_0, c_1], ..., (c_last, inf) takes rows
+    (−inf, c_0], (c_0, c_1], ..., (c_last, inf), then x_j = NaN, takes rows
     ``step_start[index]:step_start[index + 1]`` of a steps table; x_j lies in interval
-    ``searchsorted(cuts of (t, j), x_j)``.
+    ``searchsorted(cuts of (t, j), x_j)``, NaN in the last row (:func:`table_value`).
     """
     n_trees = offsets.size - 1
     p = n_features
@@ -80,7 +81,7 @@ def tree_cuts(left, feature, threshold, offsets, n_features):
             if left[node] != -1:
                 cut_start[t * p + feature[node] + 1] += 1
     for index in range(n_trees * p):
-        step_start[index + 1] = step_start[index] + cut_start[index + 1] + 1
+        step_start[index + 1] = step_start[index] + cut_start[index + 1] + 2  # + NaN cell
         cut_start[index + 1] += cut_start[index]
     cuts = np.empty(cut_start[-1])
     fill = cut_start[:-1].copy()
@@ -100,19 +101,23 @@ def singleton_tables(forest: PackedForest, fraction: np.ndarray) -> tuple:
     """E[f_t(X) | x_j] of every tree t and feature j as step functions of x_j, path-dependent
     (see :func:`_singleton_tables`); ``fraction`` is :func:`cover_fractions` of ``forest``."""
     return _singleton_tables(forest.left, forest.right, forest.feature, forest.threshold,
-                             forest.value, fraction, forest.offsets, forest.n_features)
+                             forest.missing_left, forest.value, fraction, forest.offsets,
+                             forest.n_features)
 
 
 @njit(cache=True)
-def _singleton_tables(left, right, feature, threshold, value, fraction, offsets, n_features):
+def _singleton_tables(left, right, feature, threshold, missing_left, value, fraction, offsets,
+                      n_features):
     """E[f_t(X) | x_j] of every tree t and feature j as a step function of x_j (path-dependent).
 
     g_tj(x_j) = Σ_leaves v_l C_l^(−j) 1[x_j in I_lj]: C_l^(−j) is the product of the cover
     fractions on the leaf's path except at splits on j, I_lj the interval of x_j that the
     leaf's splits on j allow (all reals if none). Between consecutive thresholds of j in the
-    tree it is constant. Returns ``(cuts, cut_start, steps, step_start)`` (layout of
-    :func:`tree_cuts`); the values on the intervals are ``steps[step_start[t * p + j]:...]``,
-    shape (n_cuts + 1, n_values). Cost O(leaves x (depth + n_features)) per tree, once per
+    tree it is constant; at x_j = NaN it sums the leaves whose splits on j all go the way
+    missing values go (the table's last cell, filled directly rather than by differences).
+    Returns ``(cuts, cut_start, steps, step_start)`` (layout of :func:`tree_cuts`); the
+    values on the intervals and at NaN are ``steps[step_start[t * p + j]:...]``, shape
+    (n_cuts + 2, n_values). Cost O(leaves x (depth + n_features)) per tree, once per
     forest.
     """
     n_trees = offsets.size - 1
@@ -127,6 +132,7 @@ def _singleton_tables(left, right, feature, threshold, value, fraction, offsets,
     product = np.empty(p)
     low = np.empty(p)
     high = np.empty(p)
+    nan_in = np.empty(p, dtype=np.bool_)  # NaN in x_j reaches the leaf
     seen = np.full(p, -1, dtype=np.int64)
     for t in range(n_trees):
         start = offsets[t]
@@ -147,19 +153,25 @@ def _singleton_tables(left, right, feature, threshold, value, fraction, offsets,
                     product[j] = 1.0
                     low[j] = -np.inf
                     high[j] = np.inf
+                    nan_in[j] = True
                 cut = threshold[start + up]
-                if node == left[start + up]:
+                went_left = node == left[start + up]
+                if went_left:
                     high[j] = min(high[j], cut)
                 else:
                     low[j] = max(low[j], cut)
+                nan_in[j] = nan_in[j] and went_left == (missing_left[start + up] != 0)
                 product[j] *= fraction[start + node]
                 weight *= fraction[start + node]
                 node = up
             for j in range(p):
                 index = t * p + j
-                first, last = step_start[index], step_start[index + 1] - 1
+                nan_row = step_start[index + 1] - 1
+                first, last = step_start[index], nan_row - 1
                 share = weight
+                nan_reaches = True
                 if seen[j] == leaf:
+                    nan_reaches = nan_in[j]
                     share = weight / product[j]
                     table = cuts[cut_start[index]:cut_start[index + 1]]
                     if low[j] > -np.inf:
@@ -167,9 +179,12 @@ def _singleton_tables(left, right, feature, threshold, value, fraction, offsets,
                     if high[j] < np.inf:
                         last = step_start[index] + np.searchsorted(table, high[j])
                 for c in range(n_values):
-                    steps[first, c] += share * value[start + leaf, c]
-                    if last + 1 < step_start[index + 1]:
-                        steps[last + 1, c] -= share * value[start + leaf, c]
+                    if first <= last:
+                        steps[first, c] += share * value[start + leaf, c]
+                        if last + 1 < nan_row:
+                            steps[last + 1, c] -= share * value[start + leaf, c]
+                    if nan_reaches:
+                        steps[nan_row, c] += share * value[start + leaf, c]
         integrate_steps(steps, step_start, t, p)
         seen[:] = -1
     return cuts, cut_start, steps, step_start
@@ -177,10 +192,11 @@ def _singleton_tables(left, right, feature, threshold, value, fraction, offsets,
 
 @njit(cache=True)
 def integrate_steps(steps, step_start, t, p):
-    """Turn tree t's difference arrays over the cut intervals into values (prefix sums)."""
+    """Turn tree t's difference arrays over the cut intervals into values (prefix sums); the
+    last (NaN) cell of each table holds its value already."""
     for j in range(p):
         index = t * p + j
-        for row in range(step_start[index] + 1, step_start[index + 1]):
+        for row in range(step_start[index] + 1, step_start[index + 1] - 1):
             for c in range(steps.shape[1]):
                 steps[row, c] += steps[row - 1, c]
 
@@ -189,6 +205,8 @@ def integrate_steps(steps, step_start, t, p):
 def table_value(tables, index, x_j, column):
     """Value at x_j of the step function ``index`` = t * p + j of ``tables``."""
     cuts, cut_start, steps, step_start = tables
+    if x_j != x_j:  # NaN: the table's last cell
+        return steps[step_start[index + 1] - 1, column]
     cell = np.searchsorted(cuts[cut_start[index]:cut_start[index + 1]], np.float64(x_j))
     return steps[step_start[index] + cell, column]
 
@@ -214,6 +232,9 @@ def singleton_sums(tables, X32, columns, n_trees):
             for r in range(n):
                 i = order[r]
                 x = np.float64(X32[i, j])
+                if x != x:  # NaN (sorted last): the table's last cell
+                    out[i, j] += steps[step_start[index + 1] - 1, columns[i]]
+                    continue
                 while first + cell < last and cuts[first + cell] < x:
                     cell += 1
                 out[i, j] += steps[step_start[index] + cell, columns[i]]

@@ -24,7 +24,8 @@ number of threads. shap computes the same quantity, but in single precision and 
 deviations from the definition (see ``methods/treeshap.py``); this kernel keeps double
 precision, so that it equals subset enumeration and the additivity holds to ~1e-12.
 
-Routing follows scikit-learn: a row goes left when ``float32(x_j) <= threshold``.
+Routing is the view's rule (:func:`harness.forest.packed.goes_left`): a coded row goes left
+when ``x_j <= threshold``, or when ``x_j`` is NaN and the node sends missing values left.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 from harness.forest.compact import PathForest, compact_forest
-from harness.forest.packed import PackedForest, as_float32_rows
+from harness.forest.packed import PackedForest, as_float32_rows, goes_left
 from harness.kernels.background_bits import background_directions, popcount, word_rows
 
 X_SIDE, Z_SIDE = 1, 2
@@ -68,8 +69,8 @@ def _leaf(value, at, count, a, b, path_feature, path_side, weights, phi):
 
 
 @njit(cache=True)
-def _walk(kids, feature, threshold, value, directions, start, word, held, x, weights, side_of,
-          path_feature, path_side, stack, phi):
+def _walk(kids, feature, threshold, missing, value, directions, start, word, held, x, weights,
+          side_of, path_feature, path_side, stack, phi):
     """Add one tree's Shapley values of row x over the background rows ``held`` of ``word``.
 
     A stack frame is (node, rows, a, b, path length, feature assigned on entering, its side);
@@ -93,15 +94,15 @@ def _walk(kids, feature, threshold, value, directions, start, word, held, x, wei
             length += 1
         j = feature[at]
         while j >= 0:
-            x_left = x[j] <= threshold[at]
+            x_left = goes_left(x[j], threshold[at], missing, at)
             x_child = start + kids[at, np.int64(x_left)]
             side = side_of[j]
             if side == X_SIDE:
                 at = x_child
                 j = feature[at]
                 continue
-            goes_left = directions[at, word]
-            agree = held & (goes_left if x_left else ~goes_left)
+            rows_left = directions[at, word]
+            agree = held & (rows_left if x_left else ~rows_left)
             differ = held & ~agree
             if differ != 0:
                 other = start + kids[at, np.int64(not x_left)]
@@ -126,7 +127,7 @@ def _walk(kids, feature, threshold, value, directions, start, word, held, x, wei
 
 
 @njit(cache=True, parallel=True)
-def _interventional_kernel(kids, feature, threshold, value, offsets, max_depth, X32,
+def _interventional_kernel(kids, feature, threshold, missing, value, offsets, max_depth, X32,
                            n_background, directions, weights, rows_per_block):
     n, p = X32.shape
     out = np.zeros((n, p, value.shape[1]))
@@ -143,8 +144,8 @@ def _interventional_kernel(kids, feature, threshold, value, offsets, max_depth, 
         for t in range(offsets.size - 1):  # a tree stays in cache for the block's rows
             for i in range(block * rows_per_block, min(n, (block + 1) * rows_per_block)):
                 for word in range(directions.shape[1]):
-                    _walk(kids, feature, threshold, value, directions, offsets[t], word,
-                          word_rows(n_background, word), X32[i], weights, side_of,
+                    _walk(kids, feature, threshold, missing, value, directions, offsets[t],
+                          word, word_rows(n_background, word), X32[i], weights, side_of,
                           path_feature, path_side, stack, out[i])
                     side_of[:] = 0
     return out
@@ -159,19 +160,21 @@ def interventional_shap(compact: PathForest, X: np.ndarray,
     compact : PathForest
         A forest view's ``paths`` field (its ``packed`` form included).
     X : ndarray of shape (n, p)
-        Rows to explain.
+        Rows to explain, coded by the view (:meth:`harness.forest.view.ForestView.rows`).
     background : ndarray of shape (m, p)
-        Rows over which absent features are integrated (the marginal distribution).
+        Rows over which absent features are integrated (the marginal distribution), coded
+        likewise.
     """
     forest = compact.packed
     X32 = as_float32_rows(X)
     Z32 = as_float32_rows(background)
     directions = background_directions(forest.left, forest.feature, forest.threshold,
-                                       forest.offsets, Z32)
+                                       forest.missing_left, forest.offsets, Z32)
     weights = shapley_weights(min(X32.shape[1], forest.max_depth) + 1)
     per_thread = -(-X32.shape[0] // (2 * numba.get_num_threads()))
     out = _interventional_kernel(compact.kids, compact.feature, compact.threshold,
-                                 forest.value, forest.offsets, forest.max_depth, X32,
+                                 compact.missing_left, forest.value, forest.offsets,
+                                 forest.max_depth, X32,
                                  Z32.shape[0], directions, weights,
                                  max(1, min(ROWS_PER_BLOCK, per_thread)))
     out /= forest.n_trees * Z32.shape[0]

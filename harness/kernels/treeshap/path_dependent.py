@@ -37,7 +37,9 @@ arithmetic is vectorised across rows, and rows never mix. Loops over the lanes r
 length read from an array shape: with the compile-time constant LANES, LLVM unrolls them
 before its loop vectoriser sees them, and numba leaves the SLP vectoriser off, so they
 would stay scalar (measured 2x slower on deep multi-class trees).
-Routing follows scikit-learn: go left when float64(float32(x_j)) <= threshold.
+Routing is the view's rule (:func:`harness.forest.packed.goes_left`): a coded row goes left
+when x_j <= threshold, or when x_j is NaN and the node sends missing values left (computed
+branch-free across the lanes).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def gauss_legendre_table(m_max: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, error_model="numpy")
-def _tree_tables(left, right, feature, threshold, cover, value, start, stop, q_nodes,
+def _tree_tables(left, right, feature, threshold, missing, cover, value, start, stop, q_nodes,
                  q_weights, none):
     """Everything about one tree that does not depend on the explained row, in preorder.
 
@@ -180,8 +182,8 @@ def _tree_tables(left, right, feature, threshold, cover, value, start, stop, q_n
                 at += 1
     split_feature = np.where(leaf, 0, feature[node])
     used = np.unique(edge_feature[1:])
-    return (m, depth, is_left, split_feature, threshold[node], edge_feature, prev_depth,
-            factor, coef, leaf_start, leaf_class, leaf_value, used)
+    return (m, depth, is_left, split_feature, threshold[node], missing[node] != 0,
+            edge_feature, prev_depth, factor, coef, leaf_start, leaf_class, leaf_value, used)
 
 
 @njit(cache=True, error_model="numpy", fastmath={"contract"})
@@ -209,9 +211,9 @@ def _enter_node(i, d, m, is_left, prev_depth, factor, coef, path, edge_coef, goe
 
 
 @njit(cache=True, error_model="numpy", fastmath={"contract"})
-def _batch_top_down(xb, phi, m, depth, is_left, split_feature, split_threshold, edge_feature,
-                    prev_depth, factor, coef, leaf_start, leaf_class, leaf_value, path,
-                    edge_coef, goes_left, on, feature_at, kind, share):
+def _batch_top_down(xb, phi, m, depth, is_left, split_feature, split_threshold, split_missing,
+                    edge_feature, prev_depth, factor, coef, leaf_start, leaf_class, leaf_value,
+                    path, edge_coef, goes_left, on, feature_at, kind, share):
     """Add one tree's Shapley values of LANES rows (columns of ``xb``) into ``phi``.
 
     ``phi`` is (p, n_values, LANES). One pass over the nodes in preorder, the same for every
@@ -232,9 +234,10 @@ def _batch_top_down(xb, phi, m, depth, is_left, split_feature, split_threshold, 
             _enter_node(i, d, m, is_left, prev_depth, factor, coef, path, edge_coef,
                         goes_left, on, kind)
         if leaf_start[i + 1] == leaf_start[i]:
-            j, cut = split_feature[i], split_threshold[i]
-            for r in range(lanes):
-                goes_left[d, r] = xb[j, r] <= cut
+            j, cut, nan_left = split_feature[i], split_threshold[i], split_missing[i]
+            for r in range(lanes):  # x <= cut, or NaN where missing values go left
+                x = xb[j, r]
+                goes_left[d, r] = (x <= cut) | ((x != x) & nan_left)
             continue
         for e in range(1, d + 1):
             for r in range(lanes):
@@ -251,8 +254,9 @@ def _batch_top_down(xb, phi, m, depth, is_left, split_feature, split_threshold, 
 
 @njit(cache=True, error_model="numpy", fastmath={"contract"})
 def _batch_bottom_up(xb, phi, m, depth, is_left, split_feature, split_threshold,
-                     edge_feature, prev_depth, factor, coef, leaf_start, leaf_class, leaf_value,
-                     path, edge_coef, acc, goes_left, on, feature_at, kind, left_at):
+                     split_missing, edge_feature, prev_depth, factor, coef, leaf_start,
+                     leaf_class, leaf_value, path, edge_coef, acc, goes_left, on, feature_at,
+                     kind, left_at):
     """Same result as :func:`_batch_top_down`, summing the leaves up the tree instead.
 
     Edge e into node c pays Σ_k coef_c(t_k) Σ_{leaves l below c} v_l G_l(t_k), so each node
@@ -280,9 +284,10 @@ def _batch_bottom_up(xb, phi, m, depth, is_left, split_feature, split_threshold,
                         goes_left, on, kind)
         current = d
         if leaf_start[i + 1] == leaf_start[i]:
-            j, cut = split_feature[i], split_threshold[i]
-            for r in range(lanes):
-                goes_left[d, r] = xb[j, r] <= cut
+            j, cut, nan_left = split_feature[i], split_threshold[i], split_missing[i]
+            for r in range(lanes):  # x <= cut, or NaN where missing values go left
+                x = xb[j, r]
+                goes_left[d, r] = (x <= cut) | ((x != x) & nan_left)
             continue
         for cls in range(width):
             for k in range(m):
@@ -315,8 +320,8 @@ def _finish_node(phi, acc, edge_coef, j, first_child, level, m, width):
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _forest_shap(left, right, feature, threshold, cover, value, offsets, X32, max_depth,
-                 q_nodes, q_weights, n_chunks, out, sweep):
+def _forest_shap(left, right, feature, threshold, missing, cover, value, offsets, X32,
+                 max_depth, q_nodes, q_weights, n_chunks, out, sweep):
     """Sum over trees of every row's Shapley values into ``out`` (n, p, n_values).
 
     Rows go by batches of LANES (row i always in batch i // LANES), and batches are split
@@ -344,10 +349,10 @@ def _forest_shap(left, right, feature, threshold, cover, value, offsets, X32, ma
         kind = np.zeros(LANES, dtype=np.int64)
         share = np.zeros(LANES)
         for t in range(offsets.size - 1):
-            (m, depth, is_left, split_feature, split_threshold, edge_feature, prev_depth, factor,
-             coef, leaf_start, leaf_class, leaf_value, used) = _tree_tables(
-                left, right, feature, threshold, cover, value, offsets[t], offsets[t + 1],
-                q_nodes, q_weights, max_depth + 1)
+            (m, depth, is_left, split_feature, split_threshold, split_missing, edge_feature,
+             prev_depth, factor, coef, leaf_start, leaf_class, leaf_value, used) = _tree_tables(
+                left, right, feature, threshold, missing, cover, value, offsets[t],
+                offsets[t + 1], q_nodes, q_weights, max_depth + 1)
             bottom_up = sweep == 2 or (sweep == 0 and _bottom_up_cheaper(depth, leaf_start, m,
                                                                          width))
             for batch in range(first, last):
@@ -358,14 +363,14 @@ def _forest_shap(left, right, feature, threshold, cover, value, offsets, X32, ma
                         xb[j, r] = X32[row, j]
                 if bottom_up:
                     _batch_bottom_up(xb, phi, m, depth, is_left, split_feature,
-                                     split_threshold, edge_feature, prev_depth, factor, coef,
-                                     leaf_start, leaf_class, leaf_value, path, edge_coef, acc,
-                                     goes_left, on, feature_at, kind, left_at)
+                                     split_threshold, split_missing, edge_feature, prev_depth,
+                                     factor, coef, leaf_start, leaf_class, leaf_value, path,
+                                     edge_coef, acc, goes_left, on, feature_at, kind, left_at)
                 else:
                     _batch_top_down(xb, phi, m, depth, is_left, split_feature,
-                                    split_threshold, edge_feature, prev_depth, factor, coef,
-                                    leaf_start, leaf_class, leaf_value, path, edge_coef,
-                                    goes_left, on, feature_at, kind, share)
+                                    split_threshold, split_missing, edge_feature, prev_depth,
+                                    factor, coef, leaf_start, leaf_class, leaf_value, path,
+                                    edge_coef, goes_left, on, feature_at, kind, share)
                 for j in used:
                     for cls in range(width):
                         for r in range(rows):
@@ -391,7 +396,7 @@ def path_dependent_shap(forest: PackedForest, X: np.ndarray, threads: int | None
     forest : PackedForest
         A forest view's ``packed`` field.
     X : ndarray of shape (n, p)
-        Rows to explain; routed in float32 as scikit-learn does.
+        Rows to explain, coded by the view (:meth:`harness.forest.view.ForestView.rows`).
     threads : int, optional
         numba threads for this call (default: numba's current setting). Each row's result
         is the same whatever the number of threads.
@@ -419,9 +424,10 @@ def path_dependent_shap(forest: PackedForest, X: np.ndarray, threads: int | None
         numba.set_num_threads(threads)
     try:
         n_chunks = max(1, min(-(-n // LANES), numba.get_num_threads()))
-        _forest_shap(forest.left, forest.right, forest.feature, forest.threshold, forest.cover,
-                     forest.value, forest.offsets, X32, max(forest.max_depth, 1), q_nodes,
-                     q_weights, n_chunks, out, SWEEPS[sweep])
+        _forest_shap(forest.left, forest.right, forest.feature, forest.threshold,
+                     forest.missing_left, forest.cover, forest.value, forest.offsets, X32,
+                     max(forest.max_depth, 1), q_nodes, q_weights, n_chunks, out,
+                     SWEEPS[sweep])
     finally:
         numba.set_num_threads(previous)
     return out / forest.n_trees, expected_value(forest)
@@ -432,7 +438,8 @@ def compile_kernel() -> None:
     """Compile (or load from numba's cache) the kernel, on a one-split stump."""
     q_nodes, q_weights = gauss_legendre_table(1)
     _forest_shap(np.array([1, -1, -1]), np.array([2, -1, -1]), np.array([0, -2, -2]),
-                 np.array([0.5, -2.0, -2.0]), np.array([2.0, 1.0, 1.0]),
+                 np.array([0.5, -2.0, -2.0]), np.zeros(3, dtype=np.uint8),
+                 np.array([2.0, 1.0, 1.0]),
                  np.array([[0.5], [0.0], [1.0]]), np.array([0, 3]),
                  np.array([[0.0], [1.0]], dtype=np.float32), 1, q_nodes, q_weights, 1,
                  np.zeros((2, 1, 1)), 0)
