@@ -51,6 +51,14 @@ class ConditionalPermutation(LossMethod):
                                "<= 10 integer values by logistic regression"),
     }
 
+    def skip(self, model, data: ExplainData) -> str | None:
+        reason = super().skip(model, data)
+        if reason is None and np.isnan(data.X).any():
+            reason = ("conditional_permutation models each feature from the others with "
+                      "hidimstat's regressions, which take no missing values; these rows hold "
+                      f"{int(np.isnan(data.X).sum())} NaN cells.")
+        return reason
+
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         from hidimstat import CFI
 

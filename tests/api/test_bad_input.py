@@ -31,7 +31,7 @@ def _cases(ds, model, out):
     inf[0, 0] = np.inf
     return [
         (lambda: harness.explain("nope", model, X), UnknownNameError,
-         "Unknown method 'nope'. Available methods: local_mdi,"),
+         "Unknown method 'nope'. Available methods: conditional_permutation, local_mdi,"),
         (lambda: harness.explain("mdi", model, X, bogus=1), InvalidParameterError,
          "mdi has no parameter 'bogus'. Allowed parameters: normalize."),
         (lambda: harness.explain("tree_sage", model, X, y, thresh=2.0), InvalidParameterError,
