@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.core.method import ExplainData
-from harness.core.params import Interval, NoneValue, Param
+from harness.core.params import Interval, NoneValue, Options, Param
 from harness.core.types import Importances
 from harness.estimators.oob import OOBMethod
 from harness.estimators.shaff import default_n_subsets, design, shapley_operator
@@ -17,18 +17,21 @@ class SHAFF(OOBMethod):
     """Sh_j = Σ_U weights · [v(U ∪ {j}) − v(U)], v(U) = V(E[Y | X_U]) / V(Y).
 
     Bénard, Biau, Da Veiga, Scornet 2022 (AISTATS, arXiv 2105.11724), Algorithm 1: subsets U
-    drawn from the frequencies of the forest's paths (``path_depth`` levels) and paired with
-    their complements, beside the p singletons and their complements taken exactly, so that
-    the regression is well posed in any dimension (:mod:`harness.estimators.shaff`);
-    v̂(U) = 1 − OOB squared error of the forest projected on U / σ²_Y
-    (:mod:`harness.kernels.reroute.subset_projection`); the Shapley effects solve the
-    importance-weighted Shapley-kernel regression under Σ_j Sh_j = v̂(all) (exact
-    efficiency). v̂ is taken relative to v̂(∅), the projection on no variable (the trees'
-    in-bag means, whose OOB error is slightly above σ²_Y): the game must have v(∅) = 0, and
-    a variable that no tree splits on is a null player of v̂ and gets exactly 0. With
-    ``2^p − 2 ≤ n_subsets`` every subset is used and the result is the exact Shapley value
-    of v̂. Shapley effects are well defined for dependent inputs, where they split a shared
-    effect between the correlated variables (Owen & Prieur 2017).
+    paired with their complements, beside the p singletons and their complements taken
+    exactly, so that the regression is well posed in any dimension; by default the sizes
+    are drawn from the Shapley kernel (stratified), as the path frequencies of the paper
+    (``sampling="paths"``) never reach the middle sizes when p is large
+    (:mod:`harness.estimators.shaff`); v̂(U) = 1 − OOB squared error of the forest projected
+    on U / σ²_Y (:mod:`harness.kernels.reroute.subset_projection`); the Shapley effects solve
+    the Shapley-kernel regression of v̂ on an additive game plus a free effect per size (a
+    control variate with exactly known Shapley values that keeps the estimate exact under
+    enumeration), with Σ_j Sh_j = v̂(all) (exact efficiency). v̂ is taken relative to v̂(∅),
+    the projection on no variable (the trees' in-bag means, whose OOB error is slightly
+    above σ²_Y): the game must have v(∅) = 0, and a variable that no tree splits on is a null
+    player of v̂ and gets exactly 0. With ``2^p − 2 ≤ n_subsets`` every subset is used and
+    the result is the exact Shapley value of v̂. Shapley effects are well defined for
+    dependent inputs, where they split a shared effect between the correlated variables
+    (Owen & Prieur 2017).
 
     Classification (our extension, as for ``sobol_mda``): class-probability vectors are
     projected and v̂ uses the Brier score over Σ_k V(1[Y = k]). ``std`` is the standard error
@@ -37,7 +40,9 @@ class SHAFF(OOBMethod):
 
     name = "shaff"
     # 2: exact singletons and complements, K = max(128, 2p), null players get exactly 0
-    version = 2
+    # 3: sizes drawn from the Shapley kernel (stratified), size effects in the regression,
+    #    K = max(128, 20 p)
+    version = 3
     scope = "global"
     family = "shapley"
     summary = "SHAFF: Shapley effects by projected OOB forests (Bénard et al. 2022)"
@@ -46,12 +51,16 @@ class SHAFF(OOBMethod):
     value_range = (0.0, 1.0)
     parameters = {
         "n_subsets": Param(None, (NoneValue(), Interval(int, 0, None)),
-                           "K, subsets of sizes 2..p-2 drawn from the forest's paths (each "
-                           "with its complement; the p singletons and their complements are "
-                           "always used); None: max(128, 2 p); all subsets when "
-                           "2^p - 2 <= K"),
+                           "K, subsets of sizes 2..p-2 drawn (each with its complement; the "
+                           "p singletons and their complements are always used); None: "
+                           "max(128, 20 p); all subsets when 2^p - 2 <= K"),
+        "sampling": Param("kernel", (Options({"kernel", "paths"}),),
+                          "law of the drawn subsets: 'kernel', sizes stratified by the "
+                          "Shapley kernel, uniform within a size; 'paths', the frequencies "
+                          "of the forest's paths (Bénard et al. 2022)"),
         "path_depth": Param(4, (Interval(int, 1, None),),
-                            "depth of the root-to-node paths whose variable sets are drawn"),
+                            "depth of the root-to-node paths whose variable sets are drawn "
+                            "(sampling='paths')"),
     }
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
@@ -61,7 +70,8 @@ class SHAFF(OOBMethod):
         n_subsets = self.params["n_subsets"]
         if n_subsets is None:
             n_subsets = default_n_subsets(p)
-        subsets = design(forest, n_subsets, self.params["path_depth"], rng)
+        subsets = design(forest, n_subsets, self.params["path_depth"], rng,
+                         self.params["sampling"])
         players = subsets.players
         # the empty and the full set last: v̂(U) − v̂(∅) is the game (v(∅) = 0 by definition)
         keep = np.vstack([subsets.keep, np.zeros((2, p), dtype=bool)])
@@ -91,6 +101,7 @@ class SHAFF(OOBMethod):
             extra={"std_of": "mean over rows", "n_rows_scored": int(n_rows),
                    "n_subsets_used": int(len(subsets.keep)),
                    "n_subsets_drawn": int(n_subsets),
+                   "sampling": self.params["sampling"],
                    "n_players": int(players.sum()),
                    "all_subsets": bool(subsets.enumerated),
                    "explained_variance": float(game[-1].mean()),

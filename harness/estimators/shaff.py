@@ -1,33 +1,62 @@
-"""SHAFF steps 1 and 3: subsets drawn from the forest's paths, and the Shapley regression.
+"""SHAFF steps 1 and 3: the subsets U, and the Shapley regression.
 
 Bénard, Biau, Da Veiga, Scornet, "SHAFF: Fast and consistent SHApley eFfect estimates via
 random Forests", AISTATS 2022 (arXiv 2105.11724), Sec. 3; seed 002 (Scornet's slides),
 "SHAFF: SHApley efFects via random Forests", steps 1-3:
 
-1. The variable sets U met along the forest's root-to-node paths (nodes of depth 1 to
-   ``path_depth``) are counted; their frequencies p̂(U) are the importance-sampling law from
-   which K subsets are drawn (with replacement); each drawn U is paired with its complement.
+1. K subsets U are drawn and each is paired with its complement. The paper draws them from
+   the frequencies p̂(U) of the variable sets met along the forest's root-to-node paths
+   (``sampling="paths"``, nodes of depth 1 to ``path_depth``).
 2. (:mod:`harness.kernels.reroute.subset_projection`) v̂(U), the out-of-bag explained
    variance of the forest projected on U.
 3. Sh = argmin_β (1/K) Σ_U w(U) / p̂(U) (v̂(U) − β·1_U)², with the Shapley kernel
    w(U) = (p − 1) / (C(p, |U|) |U| (p − |U|)) (Lundberg & Lee 2017) and the efficiency
    constraint Σ_j β_j = v̂({1..p}).
 
-In high dimension (issue 20: p = 200, 128 draws gave 126 distinct pairs for 200 coefficients,
-an underdetermined regression answered by its minimum-norm solution) two things keep step 3
-well posed and its variance low (:func:`design`): the sets of size 1 and p − 1 enter exactly
-(a stratum of the same loss, not sampled), the other path sets are importance-sampled as in
-the paper, with K growing with p (:func:`default_n_subsets`); and the regression refuses a
-design that does not identify β (:func:`shapley_operator`). Variables no tree splits on are
-null players of v̂ and get exactly 0.
+Both steps 1 and 3 keep the paper's target, the Shapley-kernel loss over all subsets, whose
+minimiser is the exact Shapley value of v̂ (Charnes et al. 1988); what changes below is how
+its Monte-Carlo estimate is formed, because in high dimension (issue 20: p = 200) the
+paper's estimate is far from its target at any affordable K:
 
-When the ``2^p − 2`` proper non-empty subsets are no more than K, all of them are used with
-the weights w(U) (no sampling): the regression then returns the exact Shapley values of v̂
-(Charnes et al. 1988), which is what the tests exploit.
+- **Which sets** (:func:`design`, ``sampling="kernel"``, the default). Paths of depth ≤ 4
+  give sets of at most 4 variables, and their complements at least p − 4: at p = 200 the
+  sizes 5 to 195, which carry 64 % of the kernel's mass Σ_s (p − 1) / (s (p − s)), are
+  never drawn, so the importance-weighted loss does not estimate the Shapley loss (with
+  the exact game of the p = 200 linear Gaussian model in place of v̂, the path design
+  missed the closed form by up to 0.12 for any K). The default draws the sizes from the
+  kernel itself: the sets of size 1 and p − 1 exactly, then K / 2 sets of sizes 2..p/2
+  allocated to the sizes in proportion to the kernel mass of {s, p − s} (stratified, so
+  the share of every size is exact), each uniform among the sets of its size and paired
+  with its complement (antithetic, as in the paper), with weight w(U) C(p, s) / n_s; a size
+  with no more sets than draws is enumerated. ``sampling="paths"`` keeps the paper's
+  path-frequency law (with the sets of size 1 and p − 1 taken exactly, so that β is
+  identified).
+- **The regression** (:func:`shapley_operator`). The fitted model is
+  β·1_U + h(|U|), an additive game plus a free effect per size, with Σ_j β_j = 0 and
+  Sh = β + v̂(all) / p. Both parts have known Shapley values (an additive game's are its
+  coefficients; a game of |U| alone gives every player v(all) / p), so the estimate is
+  exact for either kind of game whatever sets are drawn, and with every subset it is the
+  exact Shapley value (the size effects are then orthogonal to the within-size contrasts;
+  checked against the Shapley formula in the tests). It is a control variate: the rise of
+  v̂ with |U| (steep and concave, v̂ of a few variables already near v̂(all) when the inputs
+  are correlated) is the largest non-additive part of the game and is removed exactly,
+  instead of being aliased into β by the random imbalance of each variable's presence
+  across sizes. Measured with the exact game of ``linear_gaussian[preset=benard2022]``
+  (p = 200, 4 draws of the design): the worst error of the plain regression is 0.047 at
+  K = 4000 (0.035 at 8000); with the size effects 0.008 at K = 4000.
+- **How many** (:func:`default_n_subsets`): K = max(128, 20 p); the slides' "a few hundreds"
+  for p of about ten, and a number growing with p as the paper's consistency condition
+  asks (assumption (A4): K_n → ∞ faster than n M_n).
+
+The regression refuses a design that does not identify β (:func:`shapley_operator`).
+Variables no tree splits on are null players of v̂ and get exactly 0. When the ``2^p − 2``
+proper non-empty subsets are no more than K, all of them are used with the weights w(U)
+(no sampling) and the result is the exact Shapley value of v̂.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -96,13 +125,17 @@ def all_subsets(p: int) -> np.ndarray:
 
 
 def default_n_subsets(p: int) -> int:
-    """K when ``n_subsets`` is not given: ``max(128, 2 p)`` importance-sampled subsets.
+    """K when ``n_subsets`` is not given: ``max(128, 20 p)`` drawn subsets (with their
+    complements, beside the ``2 p`` sets of size 1 and ``p − 1``).
 
     The slides draw "a few hundreds" (seed 002, "SHAFF", step 1) for p of about ten; the
-    regression has ``p`` coefficients, so the number of draws grows with ``p`` (issue 20: 128
-    draws for 200 coefficients left the regression underdetermined).
+    regression has ``p`` coefficients and the consistency of SHAFF needs K to grow (seed 002,
+    assumption (A4)). 20 p: with the exact game of the p = 200 linear Gaussian model
+    (issue 20), K = 4000 put the worst error of the regression at 0.008, half of the gap
+    (0.005) between its top five and the next variables only with the forest's own
+    separation (see the module docstring); 128 and 400 draws left errors of 0.1 and more.
     """
-    return max(128, 2 * p)
+    return max(128, 20 * p)
 
 
 def split_variables(forest: PackedForest) -> np.ndarray:
@@ -112,8 +145,87 @@ def split_variables(forest: PackedForest) -> np.ndarray:
     return used
 
 
+def kernel_subsets(p: int, n_subsets: int,
+                   rng: np.random.Generator) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Sets of sizes 2..p − 2, drawn by size from the Shapley kernel (``sampling="kernel"``).
+
+    The kernel gives the sizes s and p − s together the mass
+    ``M_s = (p − 1) / (s (p − s))`` each (``C(p, s) w(s)``). ``n_subsets // 2`` draws are
+    shared among s = 2..⌊p/2⌋ in proportion to that mass (largest remainders), each draw a
+    uniform s-set U paired with its complement; a draw of size s < p − s gets
+    ``M_s / n_s``, and so does its complement (each size keeps its exact mass). At
+    s = p / 2 both sets of a pair are of that size and share its mass. A size with no more
+    sets than the draws it is given is enumerated instead, every set with w(U).
+    """
+    sizes = np.arange(2, p // 2 + 1)
+    if len(sizes) == 0 or n_subsets < 2:
+        return [], []
+    mass = (p - 1) / (sizes * (p - sizes))
+    pair_mass = np.where(2 * sizes == p, mass, 2.0 * mass)
+    n_pairs = n_subsets // 2
+    share = pair_mass / pair_mass.sum() * n_pairs
+    count = np.floor(share).astype(np.int64)
+    count[np.argsort(-(share - count), kind="stable")[:n_pairs - count.sum()]] += 1
+    rows, weights = [], []
+    for s, n_s, m_s in zip(sizes, count, mass, strict=True):
+        s, n_s = int(s), int(n_s)
+        population = math.comb(p, s)
+        middle = 2 * s == p
+        if population <= (2 * n_s if middle else n_s):
+            every = _sets_of_size(p, s)
+            rows += [every] if middle else [every, ~every]
+            weight = np.full(len(every), m_s / population)
+            weights += [weight] if middle else [weight, weight]
+            continue
+        if n_s == 0:
+            continue
+        order = np.argsort(rng.random((n_s, p)), axis=1)[:, :s]
+        drawn = np.zeros((n_s, p), dtype=bool)
+        np.put_along_axis(drawn, order, True, axis=1)
+        weight = np.full(n_s, m_s / (2 * n_s) if middle else m_s / n_s)
+        rows += [drawn, ~drawn]
+        weights += [weight, weight]
+    return rows, weights
+
+
+def _sets_of_size(p: int, s: int) -> np.ndarray:
+    """Every s-subset of ``p`` variables as a bool matrix (C(p, s), p)."""
+    combos = np.array(list(itertools.combinations(range(p), s)), dtype=np.int64)
+    keep = np.zeros((len(combos), p), dtype=bool)
+    np.put_along_axis(keep, combos, True, axis=1)
+    return keep
+
+
+def path_draws(forest: PackedForest, index: np.ndarray, n_subsets: int, path_depth: int,
+               rng: np.random.Generator) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Sets of sizes 2..p − 2 drawn from the path frequencies (``sampling="paths"``).
+
+    The loss of Bénard et al. (2022, step 3) is ``(1/K) Σ_{U drawn} w(U) / p̂(U)
+    (v̂(U) − β·1_U)²``: the path sets of sizes 2 to ``p − 2`` are drawn ``n_subsets`` times
+    from p̂ restricted to them, ``q(U) = p̂(U) / P̂(2 ≤ |U| ≤ p − 2)``, each draw with weight
+    ``w(U) / (K q(U))``, and each drawn set is paired with its complement (same weight,
+    since w(U) = w(U^c)), as in the paper.
+    """
+    p = len(index)
+    candidates, frequency = path_subsets(forest, path_depth)
+    candidates = candidates[:, index]  # paths only meet players
+    size = candidates.sum(axis=1)
+    inner = (size >= 2) & (size <= p - 2)
+    candidates, frequency = candidates[inner], frequency[inner]
+    if not len(candidates) or n_subsets <= 0:
+        return [], []
+    law = frequency / frequency.sum()
+    drawn = rng.choice(len(candidates), size=n_subsets, p=law)
+    multiplicity = np.bincount(drawn, minlength=len(candidates))
+    chosen = np.flatnonzero(multiplicity)
+    base = candidates[chosen]
+    weight = (multiplicity[chosen] * shapley_kernel(p, base.sum(axis=1))
+              / law[chosen] / n_subsets)
+    return [base, ~base], [weight, weight]
+
+
 def design(forest: PackedForest, n_subsets: int, path_depth: int,
-           rng: np.random.Generator) -> SubsetDesign:
+           rng: np.random.Generator, sampling: str = "kernel") -> SubsetDesign:
     """The subsets and weights of SHAFF's regression (see the module docstring).
 
     The players are the variables the forest splits on: the projected forest ignores a
@@ -122,22 +234,19 @@ def design(forest: PackedForest, n_subsets: int, path_depth: int,
     game restricted to them. Below, ``p`` is their number and complements are taken among
     them.
 
-    The loss of Bénard et al. (2022, step 3) is ``(1/K) Σ_{U drawn} w(U) / p̂(U)
-    (v̂(U) − β·1_U)²``, a Monte-Carlo estimate of ``Σ_U w(U) (v̂(U) − β·1_U)²`` over the sets
-    met along the forest's paths and their complements. It is computed here in two strata,
-    which keeps its target and removes most of its variance:
-
-    - the ``2 p`` sets of size 1 and ``p − 1`` (which carry 2 of the kernel's total mass
-      ``Σ_s (p − 1) / (s (p − s))``, about 2 ln p, and which make the regression well posed:
-      under Σ β = v̂(all), a singleton and its complement pin β_j) enter with their exact
-      weights w(U), without sampling;
-    - the path sets of sizes 2 to ``p − 2`` are drawn ``n_subsets`` times from p̂ restricted
-      to them, ``q(U) = p̂(U) / P̂(2 ≤ |U| ≤ p − 2)``, each draw with weight
-      ``w(U) / (K q(U))``, and each drawn set is paired with its complement (same weight,
-      since w(U) = w(U^c)), as in the paper.
-
-    With ``2^p − 2 ≤ n_subsets`` every subset is used with its weight w(U) instead.
+    The weights estimate the Shapley-kernel loss ``Σ_U w(U) (v̂(U) − β·1_U)²`` over all
+    proper non-empty U in strata: the ``2 p`` sets of size 1 and ``p − 1`` (which carry 2
+    of the kernel's total mass ``Σ_s (p − 1) / (s (p − s))``, about 2 ln p, and which make
+    the regression well posed: under Σ β = v̂(all), a singleton and its complement pin
+    β_j) enter with their exact weights w(U), without sampling; the sets of sizes 2 to
+    ``p − 2`` are drawn ``n_subsets`` times by :func:`kernel_subsets` (``sampling=
+    "kernel"``) or :func:`path_draws` (``"paths"``, the paper's law), each with its
+    complement. With ``2^p − 2 ≤ n_subsets`` every subset is used with its weight w(U).
     """
+    if sampling not in ("kernel", "paths"):
+        raise InvalidParameterError(
+            "The 'sampling' parameter of SHAFF must be one of 'kernel', 'paths'. "
+            f"Got {sampling!r} instead.")
     players = split_variables(forest)
     index = np.flatnonzero(players)
     p = len(index)
@@ -158,22 +267,11 @@ def design(forest: PackedForest, n_subsets: int, path_depth: int,
     single = np.eye(p, dtype=bool)
     rows = [single, ~single]
     weights = [shapley_kernel(p, np.ones(p)), shapley_kernel(p, np.full(p, p - 1))]
-    candidates, frequency = path_subsets(forest, path_depth)
-    candidates = candidates[:, index]  # paths only meet players
-    size = candidates.sum(axis=1)
-    inner = (size >= 2) & (size <= p - 2)
-    candidates, frequency = candidates[inner], frequency[inner]
-    if len(candidates) and n_subsets > 0:
-        law = frequency / frequency.sum()
-        drawn = rng.choice(len(candidates), size=n_subsets, p=law)
-        multiplicity = np.bincount(drawn, minlength=len(candidates))
-        chosen = np.flatnonzero(multiplicity)
-        base = candidates[chosen]
-        weight = (multiplicity[chosen] * shapley_kernel(p, base.sum(axis=1))
-                  / law[chosen] / n_subsets)
-        rows += [base, ~base]  # each U with its complement, same weight
-        weights += [weight, weight]
-    keep, weight = np.vstack(rows), np.concatenate(weights)
+    if sampling == "kernel":
+        more_rows, more_weights = kernel_subsets(p, n_subsets, rng)
+    else:
+        more_rows, more_weights = path_draws(forest, index, n_subsets, path_depth, rng)
+    keep, weight = np.vstack(rows + more_rows), np.concatenate(weights + more_weights)
     merged: dict[bytes, int] = {}
     unique, summed = [], []
     for row, w in zip(keep, weight, strict=True):
@@ -187,14 +285,18 @@ def design(forest: PackedForest, n_subsets: int, path_depth: int,
 
 
 def shapley_operator(keep: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The linear map of the constrained regression: β = A v + b v_full.
+    """The linear map of the regression: Sh = A v + b v_full.
 
-    Minimises Σ_U weight(U) (v(U) − β·1_U)² subject to Σ_j β_j = v_full; the KKT system
-    [[2 Zᵀ W Z, 1], [1ᵀ, 0]] [β; λ] = [2 Zᵀ W v; v_full] is solved once for the operator.
-    It has one solution exactly when Zᵀ W Z is definite on {Σ β = 0}, i.e. when the subsets
-    identify every contrast between the variables; otherwise the regression is
-    underdetermined and is refused (no minimum-norm answer that would look like an
-    estimate).
+    Fits ``v(U) ≈ β·1_U + h(|U|)`` by weighted least squares over the rows of ``keep``,
+    with a free h per size present and Σ_j β_j = 0, and returns Sh = β + v_full / p (module
+    docstring). By Frisch-Waugh-Lovell, β is the regression of the within-size centred v
+    on the within-size centred design Z̃ (weighted means per size removed), solved once for
+    the operator with the KKT system [[2 Z̃ᵀ W Z̃, 1], [1ᵀ, 0]] [β; λ] = [2 Z̃ᵀ W ṽ; 0].
+    Z̃ 1 = 0 (every row of a size holds the same number of ones), and the constraint fixes
+    that direction; the system has one solution exactly when Z̃ᵀ W Z̃ has rank p − 1, i.e.
+    when the subsets identify every contrast between the variables within their sizes;
+    otherwise the regression is underdetermined and is refused (no minimum-norm answer that
+    would look like an estimate).
 
     Raises
     ------
@@ -202,22 +304,32 @@ def shapley_operator(keep: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, 
         When the subsets do not determine β (too few distinct subsets for the variables).
     """
     Z = keep.astype(float)
-    p = Z.shape[1]
+    n_rows, p = Z.shape
     scale = weight.max() if len(weight) else 1.0  # β does not change when W is scaled
+    w = weight / scale
+    size = keep.sum(axis=1)
+    # centring matrix C (rows x rows, block per size): C v = v − weighted size mean
+    _, group = np.unique(size, return_inverse=True)
+    total = np.bincount(group, weights=w)
+    share = w / total[group]  # weight of a row within its size
+    mean_design = np.zeros((len(total), p))
+    np.add.at(mean_design, group, share[:, None] * Z)
+    centred = Z - mean_design[group]
     kkt = np.zeros((p + 1, p + 1))
-    kkt[:p, :p] = 2.0 * Z.T @ ((weight / scale)[:, None] * Z)
+    kkt[:p, :p] = 2.0 * centred.T @ (w[:, None] * centred)
     kkt[:p, p] = 1.0
     kkt[p, :p] = 1.0
     rank = np.linalg.matrix_rank(kkt)
     if rank < p + 1:
         raise InvalidParameterError(
-            f"SHAFF's regression is underdetermined: its {len(keep)} subsets identify "
+            f"SHAFF's regression is underdetermined: its {n_rows} subsets identify "
             f"{rank - 1} of the {p - 1} contrasts between the {p} variables (the weighted "
             "design must have rank p - 1 under the efficiency constraint). Use more subsets "
-            f"('n_subsets') or include every singleton. Got {len(keep)} subsets for {p} "
+            f"('n_subsets') or include every singleton. Got {n_rows} subsets for {p} "
             "variables.")
-    rhs = np.zeros((p + 1, Z.shape[0] + 1))
-    rhs[:p, :-1] = 2.0 * (Z * (weight / scale)[:, None]).T
-    rhs[p, -1] = 1.0
-    solution = np.linalg.solve(kkt, rhs)[:p]
-    return solution[:, :-1], solution[:, -1]
+    # β = S Z̃ᵀ W (v − M v): Z̃ᵀ W M = 0 because the weighted column sums of Z̃ vanish
+    # within every size, so the centring of v can be dropped
+    rhs = np.zeros((p + 1, n_rows))
+    rhs[:p] = 2.0 * (centred * w[:, None]).T
+    operator = np.linalg.solve(kkt, rhs)[:p]
+    return operator, np.full(p, 1.0 / p)
