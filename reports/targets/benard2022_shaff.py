@@ -7,18 +7,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from sklearn.ensemble import RandomForestRegressor
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from sklearn.ensemble import RandomForestRegressor  # noqa: E402
-
-import harness  # noqa: E402
-from harness.api import load_dataset  # noqa: E402
-from harness.reports.targets.base import Target, TargetContext, TargetPage  # noqa: E402
-from harness.reports.targets.verdict import (  # noqa: E402
+import harness
+from harness.api import load_dataset
+from harness.reports.base import save_figure, subplots
+from harness.reports.targets.base import Target, TargetContext, TargetPage
+from harness.reports.targets.verdict import (
     UNDETERMINED,
     Comparison,
     judge,
@@ -193,7 +190,7 @@ class Benard2022SHAFF(Target):
 
     def _figure(self, runs, out_dir: Path) -> Path:
         out_dir.mkdir(parents=True, exist_ok=True)
-        fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.8), squeeze=False)
+        fig, axes = subplots(1, len(runs), figsize=(4.2 * len(runs), 3.8), squeeze=False)
         for ax, (setting, (values, truth, _)) in zip(axes[0], runs.items(), strict=True):
             shown = np.arange(min(setting.p, 50))  # p = 200: the first 50 (X1's block, X41..)
             x = shown + 1
@@ -211,6 +208,5 @@ class Benard2022SHAFF(Target):
         axes[0][0].legend(fontsize=9, loc="upper right")
         fig.tight_layout()
         path = out_dir / f"{self.name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         return path
