@@ -24,6 +24,7 @@ import numpy as np
 from harness.core.errors import BadInputError
 from harness.forest.flat import FlatTree
 from harness.forest.sklearn import SklearnForestAdapter
+from harness.forest.sklearn_boosting import GradientBoostingAdapter, HistGradientBoostingAdapter
 
 if TYPE_CHECKING:
     from harness.forest.compact import PathForest
@@ -75,7 +76,9 @@ class ForestAdapter(Protocol):
 
 
 #: One adapter per tree library; the first that accepts a model reads it.
-ADAPTERS: tuple[type[ForestAdapter], ...] = (SklearnForestAdapter,)
+ADAPTERS: tuple[type[ForestAdapter], ...] = (
+    SklearnForestAdapter, GradientBoostingAdapter, HistGradientBoostingAdapter,
+)
 
 
 @dataclass(eq=False)
