@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.datasets import make_classification, make_regression
+from sklearn.dummy import DummyClassifier
 from sklearn.ensemble import (
     GradientBoostingClassifier,
     GradientBoostingRegressor,
@@ -222,6 +223,10 @@ def test_binary_margin_outputs_and_their_labels(fitted):
     one = harness.explain("saabas", model, X[:10], output=1)
     zero = harness.explain("saabas", model, X[:10], output=0)
     np.testing.assert_array_equal(zero.values, -one.values)  # log-odds of class 0
+    shap_one = harness.explain("treeshap", model, X[:10], output=1)
+    shap_zero = harness.explain("treeshap", model, X[:10], output=0)
+    np.testing.assert_array_equal(shap_zero.values, -shap_one.values)
+    np.testing.assert_array_equal(shap_zero.base_values, -shap_one.base_values)
     assert one.explains == f"margin (log-odds) of class {model.classes_[1]!r}"
     assert zero.explains == f"margin (log-odds) of class {model.classes_[0]!r}"
     assert check_output(1, view) is None and "2 classes" in check_output(2, view)
@@ -305,6 +310,10 @@ def test_unreadable_boosted_models_are_refused():
     varying = GradientBoostingRegressor(n_estimators=3, init=LinearRegression()).fit(X, y)
     with pytest.raises(BadInputError, match="init estimator LinearRegression .* varies"):
         forest_view(varying)
+    stratified = GradientBoostingClassifier(
+        n_estimators=3, init=DummyClassifier(strategy="stratified")).fit(*_data("classification"))
+    with pytest.raises(BadInputError, match=r"DummyClassifier\(strategy='stratified'\)"):
+        forest_view(stratified)
     poisson = HistGradientBoostingRegressor(max_iter=3, loss="poisson").fit(X, np.abs(y))
     with pytest.raises(BadInputError, match="loss='poisson' is not read"):
         forest_view(poisson)
@@ -335,8 +344,11 @@ def test_every_model_name_fits(name, dataset):
         pytest.skip(f"{name} is not installed")
     data = harness.load_dataset(dataset)
     model = fit_model({"forest": name, **NEW_MODELS[name]}, data, seed=0)
-    expected = MODELS[name].estimator_class(data.task)
-    assert type(model) is expected
+    stem = {"decision_tree": "DecisionTree", "gradient_boosting": "GradientBoosting",
+            "hist_gradient_boosting": "HistGradientBoosting", "xgboost": "XGB",
+            "lightgbm": "LGBM"}[name]
+    kind = "Classifier" if data.task == "classification" else "Regressor"
+    assert type(model).__name__ == stem + kind
     assert model.harness_fit_["score"] > (0.5 if dataset == "iris" else 0.0)
     if name in ("decision_tree", "gradient_boosting", "hist_gradient_boosting"):
         view = forest_view(model)
