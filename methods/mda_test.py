@@ -24,6 +24,8 @@ class MDATrainTest(LossMethod):
     its path (:mod:`harness.kernels.reroute.held_out`), tree by tree. For independent inputs and
     squared error, MDA_TT → 2 V[Y] ST_j (Bénard, Da Veiga, Scornet 2022, Prop. 1 (i)).
     ``std`` is the standard deviation over repeats (scikit-learn's ``importances_std``).
+    A boosted classifier's permuted margins go through its link (:meth:`Loss.linked`), so its
+    loss is that of ``predict_proba`` on the permuted rows.
     """
 
     name = "mda_test"
@@ -42,7 +44,9 @@ class MDATrainTest(LossMethod):
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         view = forest_view(model)
         forest = view.packed
-        loss = self.loss(data.task)
+        # a boosted classifier's output is its margins: score them through its link, as
+        # predict_proba on the permuted rows would be scored
+        loss = self.loss(data.task).linked(view.link)
         X32 = view.rows(data.X)
         targets = target_codes(view.classes, data.y)
         seed = draw_seed(rng)

@@ -19,6 +19,9 @@ class MDI(Method):
     (and Σ_j Imp(X_j) = I(X; Y), Thm 2) can be checked. ``normalize=True`` gives
     scikit-learn's ``feature_importances_`` instead (each tree normalised to sum 1, single-node
     trees dropped, the mean renormalised). ``std`` is the standard error of the mean over trees.
+    Boosting libraries store no node impurity: their adapters fill pseudo-impurities whose
+    decreases are the split gains, so MDI is then the mean over trees of each feature's summed
+    gains (``unit`` the view's ``impurity_unit``, ``explains`` "split gain").
     """
 
     name = "mdi"
@@ -50,5 +53,6 @@ class MDI(Method):
         std = per_tree.std(axis=0, ddof=1) / np.sqrt(len(per_tree)) if len(per_tree) > 1 else None
         return Importances(
             values=values, scope="global", feature_names=data.feature_names, unit=unit,
-            explains="impurity", std=std,
+            explains="impurity" if "node_impurity" in view.capabilities else "split gain",
+            std=std,
         )

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from harness.core.method import ExplainData, Method
-from harness.core.outputs import OUTPUT_PARAM, check_output, select_output
+from harness.core.outputs import (
+    OUTPUT_PARAM,
+    OUTPUT_UNITS,
+    check_output,
+    explains_of,
+    select_output,
+)
 from harness.core.types import Importances
 from harness.forest.view import forest_view
 from harness.kernels.paths import compile_kernels, saabas_paths
@@ -17,7 +23,8 @@ class Saabas(Method):
     Node values v are class probabilities (classifiers) or means (regressors), so
     bias + Σ_j φ_j(x) equals the forest's ``predict_proba``/``predict`` exactly. Equals
     shap's ``TreeExplainer.shap_values(X, approximate=True)``. Classifiers explain the
-    predicted-class probability by default (Sutera et al. 2021); see ``output``. Cost: about
+    predicted-class probability by default (Sutera et al. 2021); see ``output``. Boosted
+    classifiers are explained in their margin (raw score; :mod:`harness.core.outputs`). Cost: about
     one ``predict`` (:func:`harness.kernels.paths.saabas_paths`); a single class is
     accumulated as scalars, all classes as one vector per path edge.
     """
@@ -34,7 +41,8 @@ class Saabas(Method):
         compile_kernels()
 
     def skip(self, model, data: ExplainData) -> str | None:
-        return super().skip(model, data) or check_output(self.params["output"], model)
+        return super().skip(model, data) or check_output(self.params["output"],
+                                                               forest_view(model))
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         view = forest_view(model)
@@ -48,19 +56,23 @@ class Saabas(Method):
                 values=values, scope="local", feature_names=data.feature_names,
                 unit="prediction", explains="prediction", base_values=base,
             )
-        if output == "all_classes":
+        unit = view.output_unit
+        explains = explains_of(output, view.classes, unit)
+        if unit == "margin" and len(view.classes) == 2:  # one margin column (log-odds)
+            values, _, base = saabas_paths(forest, X32, 0)
+            if output == 0:
+                values, base = -values, -base
+        elif output == "all_classes":
             contributions, prediction, bias = saabas_paths(forest, X32, -2)
             values, base, explains = select_output(
                 contributions, np.broadcast_to(bias, (n, bias.size)), prediction, output,
-                view.classes)
+                view.classes, unit)
             base = np.array(base)
         elif output == "predicted_class":
             values, _, base = saabas_paths(forest, X32, -1)
-            explains = "predicted-class probability"
         else:
             values, _, base = saabas_paths(forest, X32, output)
-            explains = f"probability of class {view.classes[output]!r}"
         return Importances(
             values=values, scope="local", feature_names=data.feature_names,
-            unit="class probability", explains=explains, base_values=base,
+            unit=OUTPUT_UNITS[unit], explains=explains, base_values=base,
         )

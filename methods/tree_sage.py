@@ -33,6 +33,8 @@ class TreeSAGE(SageMethod):
     ``control_variates`` the mean scores are adjusted by each row's total and first-step loss
     drops, whose exact means over all rows come from per-forest tables (measured on Friedman
     #1: about 3x fewer samples to the same threshold). ``std`` is the standard error.
+    Boosted regressors are read like forests (their output is the view's mean over trees);
+    boosted classifiers are skipped (their trees sum to a margin, not to probabilities).
     """
 
     name = "tree_sage"
@@ -59,6 +61,18 @@ class TreeSAGE(SageMethod):
     def prepare(cls) -> None:
         super().prepare()
         warm_up(cls)
+
+    def skip(self, model, data: ExplainData) -> str | None:
+        reason = super().skip(model, data)
+        if reason is None and data.task == "classification":
+            view = forest_view(model)
+            if view.output_unit == "margin":
+                # the trees' coalition models f_S average margins, and the probability of
+                # an average margin is not the average probability sage's imputers compute
+                reason = (f"tree_sage scores class probabilities; this {view.kind} sums its "
+                          "trees to a margin, whose coalition models do not give them "
+                          "exactly. Use sage (model-agnostic) on it.")
+        return reason
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         loss_name = self.loss_name(data.task)

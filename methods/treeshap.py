@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.core.method import ExplainData, Method
-from harness.core.outputs import OUTPUT_PARAM, check_output, select_output
+from harness.core.outputs import OUTPUT_PARAM, OUTPUT_UNITS, check_output, select_output
 from harness.core.params import Interval, Options, Param
 from harness.core.types import Importances
 from harness.forest.view import forest_view, predict_output
@@ -32,7 +32,8 @@ class TreeSHAP(Method):
     off on breast cancer, 1.7e-4 off brute force on its first 10 features), while ours
     matches brute-force Shapley values of ``model.predict`` to 1e-13.
     ``backend="shap"`` forces shap for both. base + Σ_j φ_j(x) = prediction; classifiers
-    explain the predicted-class probability by default (Sutera et al. 2021).
+    explain the predicted-class probability by default (Sutera et al. 2021), boosted
+    classifiers their margin (raw score; :mod:`harness.core.outputs`).
     """
 
     name = "treeshap"
@@ -60,7 +61,8 @@ class TreeSHAP(Method):
         compile_path_dependent_kernel()
 
     def skip(self, model, data: ExplainData) -> str | None:
-        reason = super().skip(model, data) or check_output(self.params["output"], model)
+        reason = super().skip(model, data) or check_output(self.params["output"],
+                                                           forest_view(model))
         if reason is None and self.params["backend"] == "shap" and np.isnan(data.X).any():
             # shap 0.51 reads a scikit-learn tree's default child as its left child
             # (TreeEnsemble, children_default = children_left), not missing_go_to_left
@@ -102,11 +104,12 @@ class TreeSHAP(Method):
                 extra=extra,
             )
         values, base, explains = select_output(
-            phi, base, base + phi.sum(axis=1), self.params["output"], view.classes
+            phi, base, base + phi.sum(axis=1), self.params["output"], view.classes,
+            view.output_unit,
         )
         return Importances(
             values=values, scope="local", feature_names=data.feature_names,
-            unit="class probability", explains=explains, base_values=np.array(base),
+            unit=OUTPUT_UNITS[view.output_unit], explains=explains, base_values=np.array(base),
             extra=extra,
         )
 

@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("-m", "--method", action="append", nargs="+", metavar="SPEC",
                      help="method spec, e.g. 'treeshap[perturbation=interventional]'")
     cmp.add_argument("--model", action="append", nargs="+", metavar="SPEC",
-                     help="forest spec, e.g. 'extra_trees[n_estimators=100,max_features=1]'")
+                     help="model spec, e.g. 'extra_trees[n_estimators=100,max_features=1]' "
+                          "or 'hist_gradient_boosting[learning_rate=0.05]' (names: see list)")
     cmp.add_argument("--seeds", nargs="+", type=int, metavar="N",
                      help="distinct seeds in [0, 2**32 - 1] (default: 0)")
     cmp.add_argument("--out", help="run folder (default: runs/compare)")
@@ -87,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--force", action="store_true", default=None,
                      help="recompute cells already stored")
     cmp.add_argument("--no-progress", action="store_true", help="no progress bar")
-    commands.add_parser("list", help="methods and datasets with their parameters")
+    commands.add_parser("list", help="methods, datasets and models with their parameters")
     rpr = commands.add_parser("reproduce", help="reproduce published results as gallery pages")
     rpr.add_argument("targets", nargs="*", metavar="TARGET",
                      help="target names (see --list), or 'all'")
@@ -217,6 +218,7 @@ def _run_compare(args) -> int:
 
 def _run_list() -> int:
     from harness.api import list_datasets, list_methods
+    from harness.forest.models import list_models
 
     print("methods:")
     for row in list_methods().itertuples():
@@ -228,6 +230,13 @@ def _run_list() -> int:
     for row in list_datasets().itertuples():
         params = ", ".join(f"{k}={v!r}" for k, v in row.parameters.items()) or "-"
         print(f"  {row.name:<15} {row.task:<14} parameters: {params}\n      {row.summary}")
+    print("models:")
+    for model in list_models():
+        state = ("installed" if model["installed"]
+                 else f"NOT installed (pip install 'harness[{model['extra']}]')")
+        params = ", ".join(f"{k}={v!r}" for k, v in model["parameters"].items())
+        print(f"  {model['name']:<22} [{state}]\n      parameters: {params}\n"
+              f"      {model['summary']}")
     return 0
 
 

@@ -2,6 +2,12 @@
 
 Sutera et al. 2021 (Sec. 6) decompose the probability of the predicted class; the DESIGN makes
 that the default and offers every class or one fixed class as parameters.
+
+A boosted classifier is explained in its margin (raw score before the link; the forest view's
+``output_unit`` is ``"margin"``): a binary one has a single margin column, the log-odds of
+its second class, which every ``output`` explains (``output=0`` explains the log-odds of the
+first class, its negation); a multi-class one has one margin per class, and the predicted
+class is the argmax of the margins (the argmax of the softmax probabilities).
 """
 
 from __future__ import annotations
@@ -16,9 +22,31 @@ OUTPUT_PARAM = Param(
     "classifiers: 'predicted_class' (Sutera et al. 2021), 'all_classes', or a class index",
 )
 
+#: ``Importances.unit`` of a local decomposition, by the forest view's ``output_unit``
+OUTPUT_UNITS = {"probability": "class probability", "margin": "margin (raw score)",
+                "prediction": "prediction"}
+
+
+def explains_of(output, classes, output_unit: str = "probability") -> str:
+    """What a decomposition of ``output`` explains (``Importances.explains``)."""
+    if output_unit == "margin":
+        if len(classes) == 2:
+            return f"margin (log-odds) of class {classes[0 if output == 0 else 1]!r}"
+        if output == "all_classes":
+            return "margins (raw scores) of all classes"
+        if output == "predicted_class":
+            return "predicted-class margin (raw score)"
+        return f"margin (raw score) of class {classes[output]!r}"
+    if output == "all_classes":
+        return "class probabilities (all classes)"
+    if output == "predicted_class":
+        return "predicted-class probability"
+    return f"probability of class {classes[output]!r}"
+
 
 def select_output(
-    values: np.ndarray, base: np.ndarray, proba: np.ndarray, output, classes
+    values: np.ndarray, base: np.ndarray, proba: np.ndarray, output, classes,
+    output_unit: str = "probability",
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """Reduce (n, p, C) contributions and (n, C) base values to the requested output.
 
@@ -27,33 +55,45 @@ def select_output(
     values : ndarray of shape (n, p, C)
     base : ndarray of shape (n, C)
     proba : ndarray of shape (n, C)
-        The model's class probabilities, used to find the predicted class.
+        The model's class probabilities (or margins), used to find the predicted class.
     output : {"predicted_class", "all_classes"} or int
     classes : array-like
-        The model's ``classes_`` (for messages and labels).
+        The model's classes in output order (for messages and labels).
+    output_unit : {"probability", "margin"}
+        What the C columns are (the forest view's ``output_unit``). A binary margin model has
+        C = 1 column for its 2 classes (see the module docstring).
 
     Returns
     -------
     values, base, explains
     """
     n = values.shape[0]
+    n_classes = len(classes) if output_unit == "margin" else values.shape[2]
+    if isinstance(output, int) and output >= n_classes:
+        raise ValueError(
+            f"output={output} is not a class index of this model: it has {n_classes} "
+            f"classes {list(classes)} (indices 0..{n_classes - 1})."
+        )
+    explains = explains_of(output, classes, output_unit)
+    if output_unit == "margin" and values.shape[2] == 1:  # binary: the one margin column
+        sign = -1.0 if output == 0 else 1.0
+        return sign * values[:, :, 0], sign * base[:, 0], explains
     if output == "all_classes":
-        return values, base, "class probabilities (all classes)"
+        return values, base, explains
     if output == "predicted_class":
         cls = np.argmax(proba, axis=1)
         rows = np.arange(n)
-        return values[rows, :, cls], base[rows, cls], "predicted-class probability"
-    if output >= values.shape[2]:
-        raise ValueError(
-            f"output={output} is not a class index of this model: it has {values.shape[2]} "
-            f"classes {list(classes)} (indices 0..{values.shape[2] - 1})."
-        )
-    return values[:, :, output], base[:, output], f"probability of class {classes[output]!r}"
+        return values[rows, :, cls], base[rows, cls], explains
+    return values[:, :, output], base[:, output], explains
 
 
 def check_output(output, model) -> str | None:
-    """Reason to skip when ``output`` is a class index the classifier does not have."""
-    classes = getattr(model, "classes_", None)
+    """Reason to skip when ``output`` is a class index the classifier does not have.
+
+    ``model`` is a forest view (its ``classes``) or a model with ``classes_``."""
+    classes = getattr(model, "classes", None)
+    if classes is None:
+        classes = getattr(model, "classes_", None)
     if classes is not None and isinstance(output, int) and output >= len(classes):
         return (f"output={output} is not a class index: the model has {len(classes)} classes "
                 f"(indices 0..{len(classes) - 1}).")

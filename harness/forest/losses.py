@@ -1,7 +1,17 @@
 """Losses of the permutation and projection importances, compiled once.
 
-A prediction is a row of the forest's output space: the regression value (1 entry) or the
-class-probability vector. Targets are the regression value or the class index (as a float).
+A prediction is a row of the forest's output space (:meth:`ForestView.output`): the regression
+value (1 entry), the class-probability vector, or, for a boosted classifier, its margins (one
+column, the log-odds of the second class, for a binary model; one per class otherwise).
+Targets are the regression value or the class index (as a float).
+
+A classification loss is always scored on class probabilities: for a view whose ``link`` is
+not the identity, :meth:`Loss.linked` gives the loss whose kernel code also carries the link
+(``code = loss + LINK_STRIDE * link``), and :func:`loss_value` maps the margins to
+probabilities first, as the model's ``predict_proba`` does (logistic: ``[1 - expit(m),
+expit(m)]``, scikit-learn's ``HalfBinomialLoss.predict_proba``; softmax: ``exp(m_k - max m) /
+Σ exp(m_j - max m)``). Every kernel that takes a loss code therefore scores a boosted model's
+shifted outputs exactly like ``predict_proba`` on the permuted rows, without knowing the link.
 """
 
 from __future__ import annotations
@@ -15,6 +25,9 @@ from numba import njit
 from harness.forest.inbag import class_codes
 
 SQUARED_ERROR, MISCLASSIFICATION, BRIER, LOG_LOSS = 0, 1, 2, 3
+IDENTITY, LOGISTIC, SOFTMAX = 0, 1, 2
+LINKS = {"identity": IDENTITY, "logistic": LOGISTIC, "softmax": SOFTMAX}
+LINK_STRIDE = 4  # a loss code is loss + LINK_STRIDE * link
 _LOG_FLOOR = 1e-15  # a tree's leaf often gives a class probability 0: clip as log_loss does
 # Averaged probabilities that tie exactly (0.5/0.5 is common) differ by rounding depending on
 # the summation order; classes within this margin count as tied and the first one wins, so
@@ -30,6 +43,24 @@ class Loss:
     code: int
     task: str
     unit: str
+
+    def linked(self, link: str) -> Loss:
+        """This loss scored on ``link(output)`` (the view's link; see the module docstring).
+
+        Raises
+        ------
+        ValueError
+            If ``link`` is unknown, or not the identity for a regression loss.
+        """
+        if link not in LINKS:
+            raise ValueError(f"link must be one of {', '.join(LINKS)}; got {link!r}.")
+        if link == "identity":
+            return self
+        if self.task != "classification":
+            raise ValueError(f"The {link} link applies to classification losses; "
+                             f"{self.name} is a {self.task} loss.")
+        return Loss(self.name, self.code % LINK_STRIDE + LINK_STRIDE * LINKS[link], self.task,
+                    self.unit)
 
 
 LOSSES = {
@@ -56,27 +87,73 @@ def loss_mismatch(name: str, task: str) -> str | None:
     return f"loss={name} applies to {LOSSES[name].task}; for {task} use auto, {allowed}."
 
 
+def apply_link(link: str, output: np.ndarray) -> np.ndarray:
+    """Class probabilities (n, C) from a view's output (n, n_values) (NumPy form of what
+    :func:`loss_value` applies; ``"identity"`` returns ``output``)."""
+    output = np.asarray(output, dtype=np.float64)
+    if link == "identity":
+        return output
+    if link == "logistic":
+        positive = 1.0 / (1.0 + np.exp(-output[:, 0]))
+        return np.column_stack((1.0 - positive, positive))
+    if link == "softmax":
+        shifted = np.exp(output - output.max(axis=1, keepdims=True))
+        return shifted / shifted.sum(axis=1, keepdims=True)
+    raise ValueError(f"link must be one of {', '.join(LINKS)}; got {link!r}.")
+
+
+@njit(cache=True)
+def _expit(m):
+    if m >= 0.0:
+        return 1.0 / (1.0 + math.exp(-m))
+    z = math.exp(m)
+    return z / (1.0 + z)
+
+
+@njit(cache=True)
+def _probability(link, prediction, k, top, total):
+    """Probability of class k: ``prediction`` itself (identity), or its logistic/softmax
+    image (``top`` the largest margin, ``total`` Σ exp(m_j - top), for softmax)."""
+    if link == LOGISTIC:
+        positive = _expit(prediction[0])
+        return positive if k == 1 else 1.0 - positive
+    if link == SOFTMAX:
+        return math.exp(prediction[k] - top) / total
+    return prediction[k]
+
+
 @njit(cache=True)
 def loss_value(code, target, prediction):
     """Loss of one prediction row against one target (see the module docstring)."""
+    link = code // LINK_STRIDE
+    code = code % LINK_STRIDE
     if code == SQUARED_ERROR:
         diff = target - prediction[0]
         return diff * diff
     label = int(target)
+    n_classes = 2 if link == LOGISTIC else prediction.size
+    top, total = 0.0, 1.0
+    if link == SOFTMAX:
+        top = prediction.max()
+        total = 0.0
+        for k in range(n_classes):
+            total += math.exp(prediction[k] - top)
     if code == MISCLASSIFICATION:
-        # argmax, ties (within TIE_MARGIN) to the first class as predict() does
-        best = 0
-        for k in range(1, prediction.size):
-            if prediction[k] > prediction[best] + TIE_MARGIN:
-                best = k
+        # argmax, ties (within TIE_MARGIN) to the first class as a forest's predict() does (a
+        # boosted binary model's predict() sends an exact 0 margin to the second class)
+        best, best_p = 0, _probability(link, prediction, 0, top, total)
+        for k in range(1, n_classes):
+            p_k = _probability(link, prediction, k, top, total)
+            if p_k > best_p + TIE_MARGIN:
+                best, best_p = k, p_k
         return 0.0 if best == label else 1.0
     if code == BRIER:
-        total = 0.0
-        for k in range(prediction.size):
-            diff = prediction[k] - (1.0 if k == label else 0.0)
-            total += diff * diff
-        return total
-    return -math.log(max(prediction[label], _LOG_FLOOR))
+        out = 0.0
+        for k in range(n_classes):
+            diff = _probability(link, prediction, k, top, total) - (1.0 if k == label else 0.0)
+            out += diff * diff
+        return out
+    return -math.log(max(_probability(link, prediction, label, top, total), _LOG_FLOOR))
 
 
 @njit(cache=True)

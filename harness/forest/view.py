@@ -25,6 +25,7 @@ from harness.core.errors import BadInputError
 from harness.forest.flat import FlatTree
 from harness.forest.lightgbm import LightGBMAdapter
 from harness.forest.sklearn import SklearnForestAdapter
+from harness.forest.sklearn_boosting import GradientBoostingAdapter, HistGradientBoostingAdapter
 from harness.forest.xgboost import XGBoostAdapter
 
 if TYPE_CHECKING:
@@ -77,7 +78,10 @@ class ForestAdapter(Protocol):
 
 
 #: One adapter per tree library; the first that accepts a model reads it.
-ADAPTERS: tuple[type[ForestAdapter], ...] = (SklearnForestAdapter, XGBoostAdapter, LightGBMAdapter)
+ADAPTERS: tuple[type[ForestAdapter], ...] = (
+    SklearnForestAdapter, GradientBoostingAdapter, HistGradientBoostingAdapter, XGBoostAdapter,
+    LightGBMAdapter,
+)
 
 
 @dataclass(eq=False)

@@ -61,7 +61,8 @@ def _cases(ds, model, out):
         (lambda: harness.load_dataset("led", n_samples=0), InvalidParameterError,
          "The 'n_samples' parameter of led must be None or an int in [1, inf). Got 0"),
         (lambda: harness.fit_model({"forest": "gbm"}, ds), UnknownNameError,
-         "Unknown forest 'gbm'. Available forests: extra_trees, random_forest."),
+         "Unknown model 'gbm'. Available models: decision_tree, extra_trees, "
+         "gradient_boosting, hist_gradient_boosting, lightgbm, random_forest, xgboost."),
         (lambda: harness.compare(datasets=[], out=out), BadInputError,
          "The grid has no datasets; give at least one."),
         (lambda: harness.compare(datasets=["iris"], methods=["mdi"], seeds=["a"], out=out),

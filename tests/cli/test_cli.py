@@ -23,8 +23,9 @@ def _run(*args, cwd=None):
     (["-m", "treeshap[n_background=0]"], "The 'n_background' parameter of treeshap must be "
                                          "an int in [1, inf). Got 0 instead."),
     (["-m", "mdi[bogus=1]"], "mdi has no parameter 'bogus'. Allowed parameters: normalize."),
-    (["--model", "gbm"], "Unknown forest 'gbm'. Available forests: extra_trees, "
-                         "random_forest."),
+    (["--model", "gbm"], "Unknown model 'gbm'. Available models: decision_tree, extra_trees, "
+                         "gradient_boosting, hist_gradient_boosting, lightgbm, random_forest, "
+                         "xgboost."),
     (["--model", "extra_trees[n_estimators=0]"], "The 'n_estimators' parameter of "
                                                  "extra_trees must be an int in [1, inf)."),
     (["-d", "diabetes", "--model", "extra_trees[criterion=gini]"], "criterion"),
@@ -86,6 +87,10 @@ def test_list_shows_methods_datasets_and_installation():
     for name in ("mdi", "local_mdi", "saabas", "treeshap", "led", "xor", "linear_gaussian"):
         assert name in result.stdout
     assert "[installed]" in result.stdout
+    models = result.stdout.split("models:")[1]
+    for name in ("random_forest", "decision_tree", "gradient_boosting",
+                 "hist_gradient_boosting", "xgboost", "lightgbm"):
+        assert f"  {name} " in models
 
 
 def test_tiny_compare_writes_table_csvs_figures_and_index(tmp_path):

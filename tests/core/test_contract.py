@@ -99,7 +99,7 @@ def test_unknown_names_list_what_exists():
                                + ", ".join(registry.method_names()) + ".")
     with pytest.raises(UnknownNameError, match="Available datasets: breast_cancer, diabetes"):
         harness.load_dataset("nope")
-    with pytest.raises(UnknownNameError, match="Available forests: extra_trees, random_forest"):
+    with pytest.raises(UnknownNameError, match="Available models: decision_tree, extra_trees"):
         harness.fit_model({"forest": "gbm"}, harness.load_dataset("iris"))
 
 

@@ -8,7 +8,7 @@ import weakref
 
 import numpy as np
 import pytest
-from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+from sklearn.ensemble import AdaBoostRegressor, RandomForestRegressor
 
 import harness
 from harness.core.errors import BadInputError
@@ -71,7 +71,8 @@ def test_the_views_go_with_the_model(diabetes):
 
 def test_a_model_no_adapter_reads_is_refused_with_the_models_that_are_read(diabetes):
     X, y = diabetes
-    model = GradientBoostingRegressor(n_estimators=3).fit(X, y)
-    with pytest.raises(BadInputError, match=r"RandomForestClassifier.*got "
-                                            r"GradientBoostingRegressor\."):
+    model = AdaBoostRegressor(n_estimators=3).fit(X, y)
+    with pytest.raises(BadInputError, match=r"RandomForestClassifier.*"
+                                            r"HistGradientBoostingRegressor.*got "
+                                            r"AdaBoostRegressor\."):
         forest_view(model)

@@ -50,10 +50,10 @@ def test_a_plugin_import_by_name_is_seen(tmp_path):
 #: scikit-learn's fitted-tree internals, which only its adapter reads
 SKLEARN_TREE_ATTRIBUTES = {"tree_", "estimators_", "estimators_samples_", "children_left",
                            "children_right", "weighted_n_node_samples"}
-#: modules that grow their own scikit-learn trees inside a method (the subspace forests) or
-#: fit the models of a grid, and so may read what they grew
-OWN_TREES = {"harness/forest/sklearn.py", "harness/forest/models.py",
-             "harness/estimators/random_subspace.py"}
+#: the scikit-learn adapters, and modules that grow their own scikit-learn trees inside a
+#: method (the subspace forests) or fit the models of a grid, and so may read what they grew
+OWN_TREES = {"harness/forest/sklearn.py", "harness/forest/sklearn_boosting.py",
+             "harness/forest/models.py", "harness/estimators/random_subspace.py"}
 ROOT = HARNESS.parent
 
 

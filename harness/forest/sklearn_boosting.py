@@ -1,0 +1,383 @@
+"""The scikit-learn boosting adapters: GradientBoosting and HistGradientBoosting models.
+
+Both are read into the view's ensemble convention (:class:`harness.forest.view.ForestView`):
+the model's raw output (``decision_function`` of a classifier, ``predict`` of a regressor) is
+the *mean* over the view's trees of their values. A boosted model adds its trees to a base
+score, so tree t of the n_trees trees (iteration-major, class-minor: scikit-learn's order and
+shap's) is written with values ``n_trees * leaf_t + base`` in its own class column and ``base``
+in the others, where ``leaf_t`` is the leaf value as the model adds it (learning rate
+included). Binary classifiers have one output column, the margin (log-odds) of
+``classes_[1]``; the link (logistic, softmax) maps the view's output to ``predict_proba``.
+
+Internal node values are set to the cover-weighted means of their children, as shap's
+``TreeExplainer`` does (``compute_expectations``): scikit-learn stores the unshrunk mean
+residual there, which no prediction uses. Only the leaf values enter the model's output.
+
+- ``GradientBoosting{Classifier,Regressor}`` (scikit-learn ``sklearn/ensemble/_gb.py``):
+  ``estimators_`` is an (n_iter, K) array of ``DecisionTreeRegressor``; the model adds
+  ``learning_rate * tree.predict(X)`` to the init estimator's raw prediction
+  (``_raw_predict``). Rows are routed as scikit-learn's trees route them (float32 rows, float64
+  thresholds), so rows are the float32 cast. The trees' node impurities are real (the
+  ``friedman_mse``/``squared_error`` of the pseudo-residuals). The init estimator must give
+  the same raw prediction on every row (``"zero"``, or a ``DummyClassifier`` /
+  ``DummyRegressor`` with a constant strategy): anything else has no base score.
+- ``HistGradientBoosting{Classifier,Regressor}`` (``_hist_gradient_boosting``): its
+  ``_predictors`` (n_iter lists of K ``TreePredictor``) hold node records with ``num_threshold``
+  compared in float64 (``x <= t`` left; NaN goes to ``missing_go_to_left``), so rows and
+  thresholds are rank-coded (:class:`harness.forest.coding.ThresholdCoding`). Covers are the
+  node ``count`` (what shap reads). No node impurity is stored: the adapter fills
+  gain-consistent pseudo-impurities so that MDI gives the sum of the split gains
+  (``impurity_unit`` "gain"), and does not declare ``"node_impurity"``. Categorical splits
+  are refused.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+
+import numpy as np
+from sklearn.dummy import DummyClassifier, DummyRegressor
+from sklearn.ensemble import (
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    HistGradientBoostingClassifier,
+    HistGradientBoostingRegressor,
+)
+
+from harness.core.errors import BadInputError
+from harness.forest.coding import ThresholdCoding
+from harness.forest.flat import FlatTree, as_float32_rows
+
+GB_TYPES = (GradientBoostingClassifier, GradientBoostingRegressor)
+HGB_TYPES = (HistGradientBoostingClassifier, HistGradientBoostingRegressor)
+
+#: Losses whose raw output maps to predict/predict_proba by the identity (regressors) or the
+#: logistic/softmax link (classifiers); others (exponential, poisson, gamma) are refused.
+GB_LOSSES = {"classification": ("log_loss",),
+             "regression": ("squared_error", "absolute_error", "huber", "quantile")}
+HGB_LOSSES = {"classification": ("log_loss",),
+              "regression": ("squared_error", "absolute_error", "quantile")}
+#: DummyClassifier strategies whose predict_proba is the same on every row ("stratified"
+#: draws a random class per row)
+CONSTANT_DUMMY_STRATEGIES = ("prior", "most_frequent", "uniform", "constant")
+
+
+def _quietly(call, X):
+    # a model fitted on a DataFrame warns about plain arrays; the columns were checked already
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        return call(X)
+
+
+def _is_classifier(model) -> bool:
+    return hasattr(model, "classes_")
+
+
+def _task(model) -> str:
+    return "classification" if _is_classifier(model) else "regression"
+
+
+def _check_loss(model, allowed: dict[str, tuple[str, ...]]) -> None:
+    task = _task(model)
+    if model.loss not in allowed[task]:
+        raise BadInputError(
+            f"A {type(model).__name__} with loss={model.loss!r} is not read: its raw output "
+            f"does not map to predict/predict_proba by the identity, logistic or softmax "
+            f"link. Allowed losses for {task}: {', '.join(allowed[task])}.")
+
+
+def boosted_describe(model, library: str, n_columns: int, n_trees: int, impurity_unit: str,
+                     capabilities: frozenset[str]) -> dict:
+    """The view's scalar fields of a boosted model (see :class:`ForestView`)."""
+    classifier = _is_classifier(model)
+    if classifier:
+        link = "logistic" if n_columns == 1 else "softmax"
+    else:
+        link = "identity"
+    return {
+        "library": library, "kind": type(model).__name__, "classifier": classifier,
+        "n_features": int(model.n_features_in_), "n_trees": int(n_trees),
+        "classes": np.asarray(model.classes_) if classifier else None,
+        "impurity_unit": impurity_unit, "bootstrap": False, "class_weighted": False,
+        "output_unit": "margin" if classifier else "prediction", "link": link,
+        "capabilities": capabilities,
+    }
+
+
+def parent_first(left: np.ndarray, right: np.ndarray) -> np.ndarray | None:
+    """None if every child id exceeds its parent's; else the breadth-first order of the nodes
+    (old ids, new id = position), which has that property."""
+    internal = np.flatnonzero(left >= 0)
+    if np.all(left[internal] > internal) and np.all(right[internal] > internal):
+        return None
+    order, k = [0], 0
+    while k < len(order):
+        node = order[k]
+        if left[node] >= 0:
+            order.extend((int(left[node]), int(right[node])))
+        k += 1
+    return np.asarray(order, dtype=np.int64)
+
+
+def expectations(left: np.ndarray, right: np.ndarray, cover: np.ndarray,
+                 leaf_value: np.ndarray) -> np.ndarray:
+    """Node values with each internal node the cover-weighted mean of its children (shap's
+    ``compute_expectations``, ``shap/cext/tree_shap.h``); children ids exceed the parent's."""
+    value = np.array(leaf_value, dtype=np.float64)
+    for node in np.flatnonzero(left >= 0)[::-1]:
+        wl, wr = cover[left[node]], cover[right[node]]
+        total = wl + wr
+        value[node] = ((wl * value[left[node]] + wr * value[right[node]]) / total
+                       if total > 0 else 0.5 * (value[left[node]] + value[right[node]]))
+    return value
+
+
+def boosted_values(leaf_value: np.ndarray, column: int, base: np.ndarray,
+                   n_trees: int) -> np.ndarray:
+    """(n_nodes, K) values of one boosted tree in the view's convention (module docstring)."""
+    value = np.tile(np.asarray(base, dtype=np.float64), (leaf_value.size, 1))
+    value[:, column] += n_trees * leaf_value
+    return value
+
+
+def _max_depth(left: np.ndarray, right: np.ndarray) -> int:
+    depth = np.zeros(left.size, dtype=np.int64)
+    for node in np.flatnonzero(left >= 0):  # parents before children
+        depth[left[node]] = depth[right[node]] = depth[node] + 1
+    return int(depth.max())
+
+
+# ---------------------------------------------------------------- GradientBoosting
+
+
+def _gb_base(model) -> np.ndarray:
+    """The init estimator's raw prediction, the same on every row (checked by ``check``)."""
+    if isinstance(model.init_, str):  # "zero"
+        return np.zeros(model.estimators_.shape[1])
+    # scikit-learn's own _raw_predict_init (DummyClassifier: the link of the clipped priors)
+    one_row = np.zeros((1, model.n_features_in_), dtype=np.float32)
+    return np.asarray(model._raw_predict_init(one_row), dtype=np.float64)[0]
+
+
+class GradientBoostingAdapter:
+    """Reads fitted scikit-learn GradientBoostingClassifier / GradientBoostingRegressor."""
+
+    library = "scikit-learn"
+    description = "scikit-learn " + ", ".join(cls.__name__ for cls in GB_TYPES)
+
+    @classmethod
+    def accepts(cls, model) -> bool:
+        return isinstance(model, GB_TYPES)
+
+    @classmethod
+    def check(cls, model) -> None:
+        if not hasattr(model, "estimators_"):
+            raise BadInputError(f"The {type(model).__name__} is not fitted; call fit() first.")
+        _check_loss(model, GB_LOSSES)
+        init = model.init_
+        constant = (isinstance(init, str) and init == "zero") or isinstance(init, DummyRegressor)
+        if isinstance(init, DummyClassifier):
+            constant = init.strategy in CONSTANT_DUMMY_STRATEGIES
+        if not constant:
+            name = (f"DummyClassifier(strategy={init.strategy!r})"
+                    if isinstance(init, DummyClassifier) else type(init).__name__)
+            raise BadInputError(
+                f"The {type(model).__name__}'s init estimator {name} gives a raw prediction "
+                "that varies across rows, which no base score represents. Allowed: "
+                "init=None (scikit-learn's prior), 'zero', a DummyRegressor, or a "
+                f"DummyClassifier with strategy in {', '.join(CONSTANT_DUMMY_STRATEGIES)}.")
+
+    @classmethod
+    def describe(cls, model) -> dict:
+        n_iter, n_columns = model.estimators_.shape
+        unit = {"friedman_mse": "variance of the pseudo-residuals (friedman_mse)",
+                "squared_error": "variance of the pseudo-residuals"}.get(
+            str(model.criterion), f"{model.criterion} of the pseudo-residuals")
+        return boosted_describe(model, cls.library, n_columns, n_iter * n_columns, unit,
+                                frozenset({"node_impurity"}))
+
+    @classmethod
+    def flat_trees(cls, model) -> list[FlatTree]:
+        n_iter, n_columns = model.estimators_.shape
+        n_trees = n_iter * n_columns
+        base = _gb_base(model)
+        trees = []
+        for stage in model.estimators_:
+            for column, estimator in enumerate(stage):
+                tree = estimator.tree_
+                left = np.asarray(tree.children_left, dtype=np.int64)
+                right = np.asarray(tree.children_right, dtype=np.int64)
+                cover = np.asarray(tree.weighted_n_node_samples, dtype=np.float64)
+                # predict_stages adds learning_rate * the leaf value (sklearn _gradient_boosting)
+                leaf = model.learning_rate * np.asarray(tree.value[:, 0, 0], dtype=np.float64)
+                trees.append(FlatTree(
+                    left=left, right=right, feature=np.asarray(tree.feature, dtype=np.int64),
+                    threshold=np.asarray(tree.threshold, dtype=np.float64),
+                    impurity=np.asarray(tree.impurity, dtype=np.float64), weighted_n=cover,
+                    value=boosted_values(expectations(left, right, cover, leaf), column, base,
+                                         n_trees),
+                    max_depth=int(tree.max_depth),
+                ))
+        return trees
+
+    @classmethod
+    def inbag_counts(cls, model) -> np.ndarray:
+        raise BadInputError(f"A {type(model).__name__} keeps no in-bag rows (its subsample "
+                            "draws are not stored); the OOB methods do not apply.")
+
+    @classmethod
+    def trees_signature(cls, model) -> tuple:
+        return tuple(id(tree) for tree in model.estimators_.ravel())
+
+    @classmethod
+    def predict_output(cls, model, X: np.ndarray) -> np.ndarray:
+        """``decision_function`` as (n, K) for classifiers (the margin the view explains),
+        ``predict`` for regressors."""
+        if _is_classifier(model):
+            return _quietly(model.decision_function, X).reshape(len(X), -1)
+        return _quietly(model.predict, X)
+
+    @classmethod
+    def encode_rows(cls, model, X: np.ndarray) -> np.ndarray:
+        """The float32 cast scikit-learn's trees route with (``decision_function`` casts)."""
+        return as_float32_rows(X)
+
+
+# ---------------------------------------------------------------- HistGradientBoosting
+
+
+def _hgb_nodes(model) -> list[np.ndarray]:
+    """Node records of every predictor, iteration-major, class-minor."""
+    return [predictor.nodes for stage in model._predictors for predictor in stage]
+
+
+def _feature_name(model, j: int) -> str:
+    names = getattr(model, "feature_names_in_", None)
+    return f"{names[j]!r} (column {j})" if names is not None else f"column {j}"
+
+
+_CODINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def hgb_coding(model) -> ThresholdCoding:
+    """The rank coding of every split threshold of the model (built once per fitted model)."""
+    signature = HistGradientBoostingAdapter.trees_signature(model)
+    cached = _CODINGS.get(model)
+    if cached is not None and cached[0] == signature:
+        return cached[1]
+    nodes = np.concatenate(_hgb_nodes(model))
+    split = nodes["is_leaf"] == 0
+    coding = ThresholdCoding.from_splits(
+        int(model.n_features_in_), nodes["feature_idx"][split], nodes["num_threshold"][split],
+        rule="<=", precision="float64")  # TreePredictor.predict: X float64, x <= t
+    _CODINGS[model] = (signature, coding)
+    return coding
+
+
+def gain_impurities(left: np.ndarray, right: np.ndarray, cover: np.ndarray,
+                    gain: np.ndarray) -> np.ndarray:
+    """Pseudo-impurities i(t) with w_t i(t) − w_l i(l) − w_r i(r) = gain_t · w_root at every
+    split and i = 0 at leaves, so that :func:`harness.forest.flat.tree_mdi` gives the sum of
+    the split gains per feature (children ids exceed the parent's)."""
+    impurity = np.zeros(left.size)
+    for node in np.flatnonzero(left >= 0)[::-1]:
+        if cover[node] > 0:
+            impurity[node] = (gain[node] * cover[0] + cover[left[node]] * impurity[left[node]]
+                              + cover[right[node]] * impurity[right[node]]) / cover[node]
+    return impurity
+
+
+class HistGradientBoostingAdapter:
+    """Reads fitted scikit-learn HistGradientBoostingClassifier / ...Regressor."""
+
+    library = "scikit-learn"
+    description = "scikit-learn " + ", ".join(cls.__name__ for cls in HGB_TYPES)
+
+    @classmethod
+    def accepts(cls, model) -> bool:
+        return isinstance(model, HGB_TYPES)
+
+    @classmethod
+    def check(cls, model) -> None:
+        if not hasattr(model, "_predictors"):
+            raise BadInputError(f"The {type(model).__name__} is not fitted; call fit() first.")
+        _check_loss(model, HGB_LOSSES)
+        categorical = getattr(model, "is_categorical_", None)
+        columns = [] if categorical is None else list(np.flatnonzero(categorical))
+        for nodes in _hgb_nodes(model):
+            split = (nodes["is_leaf"] == 0) & (nodes["is_categorical"] == 1)
+            columns.extend(int(j) for j in nodes["feature_idx"][split])
+        if columns:
+            named = ", ".join(_feature_name(model, j) for j in sorted(set(columns)))
+            raise BadInputError(
+                f"This {type(model).__name__} has categorical features ({named}): their "
+                "splits send a set of categories left, which the forest view (threshold "
+                "splits only) cannot represent. Refit with categorical_features=None (e.g. "
+                "one-hot or ordinal-encode the columns first).")
+
+    @classmethod
+    def describe(cls, model) -> dict:
+        n_columns = int(model.n_trees_per_iteration_)
+        return boosted_describe(model, cls.library, n_columns,
+                                len(model._predictors) * n_columns,
+                                "gain (split gains of the boosting objective, summed)",
+                                frozenset())
+
+    @classmethod
+    def flat_trees(cls, model) -> list[FlatTree]:
+        n_columns = int(model.n_trees_per_iteration_)
+        base = np.asarray(model._baseline_prediction, dtype=np.float64).ravel()
+        coding = hgb_coding(model)
+        all_nodes = _hgb_nodes(model)
+        n_trees = len(all_nodes)
+        trees = []
+        for t, nodes in enumerate(all_nodes):
+            leaf_node = nodes["is_leaf"] == 1
+            left = np.where(leaf_node, -1, nodes["left"].astype(np.int64))
+            right = np.where(leaf_node, -1, nodes["right"].astype(np.int64))
+            order = parent_first(left, right)
+            if order is not None:  # renumber breadth-first: children after parents
+                new_id = np.empty(order.size, dtype=np.int64)
+                new_id[order] = np.arange(order.size)
+                nodes, leaf_node = nodes[order], leaf_node[order]
+                left = np.where(leaf_node, -1, new_id[left[order]])
+                right = np.where(leaf_node, -1, new_id[right[order]])
+            feature = np.where(leaf_node, -2, nodes["feature_idx"].astype(np.int64))
+            threshold = np.where(
+                leaf_node, -2.0,
+                coding.code_thresholds(np.maximum(feature, 0), nodes["num_threshold"]))
+            cover = nodes["count"].astype(np.float64)
+            leaf_value = np.where(leaf_node, nodes["value"], 0.0)  # shrinkage included
+            trees.append(FlatTree(
+                left=left, right=right, feature=feature, threshold=threshold,
+                impurity=gain_impurities(left, right, cover, nodes["gain"]),
+                weighted_n=cover,
+                value=boosted_values(expectations(left, right, cover, leaf_value),
+                                     t % n_columns, base, n_trees),
+                max_depth=_max_depth(left, right),
+                missing_left=(nodes["missing_go_to_left"] == 1) & ~leaf_node,
+            ))
+        return trees
+
+    @classmethod
+    def inbag_counts(cls, model) -> np.ndarray:
+        raise BadInputError(f"A {type(model).__name__} grows every tree on all its training "
+                            "rows; the OOB methods do not apply.")
+
+    @classmethod
+    def trees_signature(cls, model) -> tuple:
+        return tuple(id(predictor) for stage in model._predictors for predictor in stage)
+
+    @classmethod
+    def predict_output(cls, model, X: np.ndarray) -> np.ndarray:
+        """``decision_function`` as (n, K) for classifiers, ``predict`` for regressors."""
+        if _is_classifier(model):
+            return _quietly(model.decision_function, X).reshape(len(X), -1)
+        return _quietly(model.predict, X)
+
+    @classmethod
+    def encode_rows(cls, model, X: np.ndarray) -> np.ndarray:
+        """Each value's rank among its feature's float64 thresholds; NaN stays NaN (routed by
+        ``missing_left``, as ``TreePredictor.predict`` routes it)."""
+        return hgb_coding(model).encode(np.asarray(X, dtype=np.float64))
