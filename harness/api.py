@@ -49,18 +49,22 @@ def explain(
     method: str | Method, model, X, y=None, seed: int = 0, sample_weight=None,
     progress: bool = False, **params: Any
 ) -> Importances:
-    """Explain a fitted tree model (a scikit-learn RandomForest/ExtraTrees or DecisionTree)
-    with one importance method.
+    """Explain a fitted tree model with one importance method.
 
     Parameters
     ----------
     method : str or Method
         A registered name (``"local_mdi"``) or a configured Method instance.
-    model : fitted RandomForest/ExtraTrees/DecisionTree classifier or regressor
-        Any such model, fitted by the harness or not (a single tree is explained as a forest
-        of one tree; it has no out-of-bag rows).
+    model : fitted tree model, classifier or regressor
+        scikit-learn RandomForest, ExtraTrees, DecisionTree, GradientBoosting and
+        HistGradientBoosting; XGBoost and LightGBM boosters and their scikit-learn wrappers
+        (extras ``[xgboost]``, ``[lightgbm]``); fitted by the harness or not, with or without
+        missing values. A single tree is a forest of one tree (no out-of-bag rows); boosted
+        classifiers are explained in their margin (raw score); :func:`applicability` says
+        which method explains which model.
     X : array-like or DataFrame of shape (n, p)
-        Rows to explain (global methods use them only where they need data). When X has
+        Rows to explain (global methods use them only where they need data); NaN where the
+        model routes missing values (every model above does), never inf. When X has
         string column names and the model knows its feature names (``feature_names_in_``,
         or those ``fit_model`` records), they must be the same names in fit order, as in
         scikit-learn; when only one side has names the columns are taken in fit order and a
@@ -101,3 +105,63 @@ def explain(
             bar.update(max(0, round(100 * min(fraction, 1.0)) - bar.n))
 
         return run_protocol(instance, model, request, seed, progress=advance)
+
+
+def applicability(models: list[str] | None = None) -> pd.DataFrame:
+    """Which method explains which model: one row per method, one column per model family
+    (the ``--model`` names), "yes" or the reason the explain protocol gives for skipping it.
+
+    Each family is fitted with its defaults on a small regression and a small binary
+    classification problem, and each method with its defaults goes through the protocol's
+    checks (declared model needs, then the method's own ``skip``), as ``explain`` and every
+    cell of a run do. A method that applies to one task only says so. Families whose library
+    is not installed get a column of "not installed".
+
+    Parameters
+    ----------
+    models : list of str, optional
+        Model family names (default: every family of :data:`harness.forest.models.MODELS`).
+    """
+    import numpy as np
+
+    from harness.core.errors import NotInstalledError
+    from harness.forest.models import MODELS, fit_model
+    from harness.run.inputs import validate_explain_inputs
+    from harness.run.protocol import missing_capability
+
+    rng = np.random.default_rng(0)
+    X = rng.random((120, 4))
+    problems = {"regression": X[:, 0] + X[:, 1] * X[:, 2],
+                "classification": (X[:, 0] + 0.5 * X[:, 1] > 0.75).astype(np.int64)}
+    names = [f"x{j}" for j in range(X.shape[1])]
+    table = {}
+    for family in models or list(MODELS):
+        column = {}
+        for task, y in problems.items():
+            data = Dataset(f"applicability-{task}", X, y, task, names)
+            try:
+                model = fit_model(family, data, seed=0)
+            except NotInstalledError:
+                column = dict.fromkeys(registry.method_names(), "not installed")
+                break
+            rows = validate_explain_inputs(model, X, y)
+            for name in registry.method_names():
+                method = registry.make_method(name)
+                reason = missing_capability(method, model) or method.skip(model, rows)
+                column.setdefault(name, {})[task] = reason
+        table[family] = {name: _applies(reasons) for name, reasons in column.items()}
+    return pd.DataFrame(table)
+
+
+def _applies(reasons: dict[str, str | None] | str) -> str:
+    """One cell of :func:`applicability` from the skip reasons of each task."""
+    if isinstance(reasons, str):
+        return reasons
+    skipped = {task: reason for task, reason in reasons.items() if reason}
+    if not skipped:
+        return "yes"
+    if len(skipped) == len(reasons):  # the same cause, worded for each task's model
+        return f"no: {next(iter(skipped.values()))}"
+    (task, reason), = skipped.items()
+    (other,) = set(reasons) - {task}
+    return f"{other} only: {reason}"
