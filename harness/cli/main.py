@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "predict and the other libraries run on one thread)")
     bench.add_argument("--out", type=Path, default=Path("runs/bench/bench.json"),
                        help="where to write the table as JSON (runs/bench/bench.json)")
+    bench.add_argument("--runner", action="store_true",
+                       help="instead: the runner's own overhead per cell for each executor at "
+                            "10^3 and 10^4 cells of a trivial method, and how the store and "
+                            "the reports grow (harness.bench.overhead)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
@@ -250,7 +254,21 @@ BENCH_COLUMNS = {
 }
 
 
+def _run_bench_runner(args) -> int:
+    from harness.bench.overhead import run_overhead
+
+    say = None if args.no_progress else (lambda text: print(text, file=sys.stderr))
+    runner, store = run_overhead(on_step=say)
+    print("runner overhead per cell (jobs=1; wall minus the cells' own explain and predict):")
+    print(runner.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print("store and reports, per cell:")
+    print(store.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    return 0
+
+
 def _run_bench(args) -> int:
+    if args.runner:
+        return _run_bench_runner(args)
     from tqdm import tqdm
 
     from harness.bench.runner import run_bench

@@ -39,7 +39,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
-from harness.core.errors import BadInputError, NotInstalledError
+from harness.core.errors import BadInputError, HarnessError, NotInstalledError
 from harness.run.cell_result import CellResult
 from harness.run.cells import Cell
 from harness.run.execute import CellInput, prepare_methods, run_one
@@ -52,6 +52,19 @@ CONNECT_TIMEOUT = 10.0
 POLL_INTERVAL = 0.25
 #: Submissions of one cell whose model copy was lost with another cell's dead worker.
 MAX_ATTEMPTS = 3
+#: Submissions of one cell whose own worker left an external cluster (killed, crashed or
+#: stopped): once more elsewhere, then an ``error``, so that a cell that kills its worker
+#: costs a user's cluster two workers at most.
+MAX_WORKER_LOSSES = 2
+#: Loggers of the client side that report a lost scheduler or worker at length; while a run
+#: uses an external cluster they are quiet, and the runner says it in one line.
+CLIENT_LOGGERS = ("distributed.client", "distributed.core", "distributed.comm",
+                  "distributed.batched", "distributed.utils")
+
+
+class SchedulerLostError(HarnessError):
+    """The run's connection to its Dask scheduler broke: the run stops (cells stored so far are
+    kept; a rerun against a scheduler resumes)."""
 
 
 def _import_distributed():
@@ -118,6 +131,7 @@ class DaskExecutor:
         self.timeout = timeout
         self.scheduler = scheduler
         self.cluster = None
+        self.quieted: dict[str, int] = {}
         if scheduler is None:
             # A worker's death is its cell's, as for a forked cell: no retry elsewhere. Every
             # worker keeps its model copies (the memory manager would drop the extra ones).
@@ -135,10 +149,14 @@ class DaskExecutor:
             raise BadInputError(f"scheduler must be a Dask scheduler address such as "
                                 f"'tcp://host:8786', or None; got {scheduler!r}.")
         connect_timeout = float(options.get("connect_timeout") or CONNECT_TIMEOUT)
+        self.quieted = {name: logging.getLogger(name).level for name in CLIENT_LOGGERS}
+        for name in CLIENT_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL)
         try:
             self.client = distributed.Client(scheduler, timeout=connect_timeout,
                                              set_as_default=False)
         except Exception as exc:
+            self.close()
             raise BadInputError(
                 f"scheduler must be the address of a running Dask scheduler; got {scheduler!r}, "
                 f"where none answered within {connect_timeout:g} s ({type(exc).__name__}: "
@@ -149,7 +167,13 @@ class DaskExecutor:
         """Disconnect; an owned LocalCluster is shut down, an external one keeps running."""
         client, self.client = getattr(self, "client", None), None
         if client is not None:
-            client.close()
+            try:
+                client.close(timeout=CONNECT_TIMEOUT)
+            except Exception:  # a scheduler gone already: nothing left to disconnect from
+                pass
+        for name, level in getattr(self, "quieted", {}).items():
+            logging.getLogger(name).setLevel(level)
+        self.quieted = {}
         cluster, self.cluster = self.cluster, None
         if cluster is not None:
             cluster.close()
@@ -202,6 +226,8 @@ class _Run:
         self.busy: Counter[str] = Counter()  # threads in use per worker address
         self.retired: set[str] = set()  # dead or killed workers: never given a cell again
         self.stalled_since: float | None = None
+        self.threads: dict[str, int] = {}  # worker address -> threads, as last asked
+        self.asked = -float("inf")  # when the scheduler was last asked for its workers
         self.models: dict[int, _SharedModel] = {}
         for _, inputs in tasks:
             self.models.setdefault(id(inputs.model), _SharedModel(inputs.model)).remaining += 1
@@ -212,10 +238,15 @@ class _Run:
     def loop(self) -> None:
         try:
             while self.pending or self.running:
-                if self.pending:
-                    self.fill_threads()
-                    if not (self.pending or self.running):
-                        break  # the last waiting cells were given up
+                self.check_connection()
+                try:
+                    self.refresh_workers()
+                    if self.pending:
+                        self.fill_threads()
+                except OSError as exc:  # CommClosedError, a refused or timed-out connection
+                    raise self.lost(exc) from exc
+                if not (self.pending or self.running):
+                    break  # the last waiting cells were given up
                 try:
                     self.settle(self.done.get(timeout=self.wait_time()))
                     while not self.done.empty():
@@ -226,8 +257,64 @@ class _Run:
         finally:
             futures = [f.future for f in self.running.values()]
             futures += [future for future, _ in self.probes.values()]
-            if futures and self.client is not None:
+            if futures and self.client is not None and self.client.status == "running":
                 self.client.cancel(futures)
+
+    def check_connection(self) -> None:
+        """Raise :class:`SchedulerLostError` once the client has lost its scheduler."""
+        if self.client.status != "running":
+            raise self.lost(None)
+
+    def lost(self, cause: BaseException | None) -> SchedulerLostError:
+        """The one line that stops a run whose scheduler is gone; the cells in flight are left
+        unrecorded, for the rerun to compute."""
+        where = self.executor.scheduler or "of the local cluster"
+        why = f" ({type(cause).__name__}: {' '.join(str(cause).split())})" if cause else ""
+        return SchedulerLostError(
+            f"lost the connection to the Dask scheduler {where} mid-run{why}; the cells "
+            f"finished before are stored, the {len(self.running)} in flight are not: start a "
+            f"scheduler and its workers and run the same command again to resume")
+
+    def refresh_workers(self) -> None:
+        """Ask the scheduler for its running workers at most every POLL_INTERVAL seconds (a
+        round trip per cell would be most of the overhead of a short cell), and take the
+        cells of workers that left the cluster back (:meth:`lose_worker`)."""
+        now = time.monotonic()
+        if now - self.asked < POLL_INTERVAL:
+            return
+        self.asked = now
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        self.threads = {address: int(info.get("nthreads", 1))
+                        for address, info in workers.items() if address not in self.retired
+                        and info.get("status", "running") == "running"}
+        if self.executor.cluster is not None:
+            return  # an owned worker's death is its cell's error (KilledWorker), as documented
+        gone = {f.worker for f in self.running.values()} | set(self.busy)
+        for address in gone - set(workers):
+            self.lose_worker(address)
+
+    def lose_worker(self, address: str) -> None:
+        """A worker left the cluster (killed, crashed, or shut down): its cells go back to
+        the queue (at most MAX_WORKER_LOSSES submissions each, then ``error``). They were
+        submitted to it alone, so the scheduler holds them for it and runs them nowhere else:
+        cancelling them here means each cell runs once at a time."""
+        self.retired.add(address)
+        self.busy.pop(address, None)
+        for key, (future, worker) in list(self.probes.items()):
+            if worker == address:
+                del self.probes[key]
+                self.client.cancel([future])
+        lost = [f for f in self.running.values() if f.worker == address]
+        for flight in lost:
+            del self.running[flight.future.key]
+            self.client.cancel([flight.future])
+            if flight.attempt < MAX_WORKER_LOSSES:
+                self.pending.appendleft((flight.cell, flight.inputs, flight.attempt + 1))
+            else:
+                self.finish(flight.cell, flight.inputs, CellResult.failure(
+                    "error", f"the cell's worker left the cluster before returning a result, "
+                             f"{flight.attempt} times (last {address}: killed, crashed or "
+                             f"shut down)"))
 
     def finish(self, cell: Cell, inputs: CellInput, result: CellResult) -> None:
         shared = self.models[id(inputs.model)]
@@ -238,14 +325,12 @@ class _Run:
 
     def fill_threads(self) -> None:
         """Submit waiting cells to free worker threads (or give up if none will free up)."""
-        workers = self.client.scheduler_info(n_workers=-1)["workers"]
-        threads = {address: int(info.get("nthreads", 1)) for address, info in workers.items()
-                   if address not in self.retired
-                   and info.get("status", "running") == "running"}
+        threads = {a: n for a, n in self.threads.items() if a not in self.retired}
         for address, nthreads in threads.items():
             if self.pending and self.busy[address] < nthreads:
                 self.warm_up(address)
-            while self.pending and self.busy[address] < nthreads:
+            while (self.pending and self.busy[address] < nthreads
+                   and address not in self.retired):
                 self.submit(address, *self.pending.popleft())
         stalled = bool(self.pending and threads and not self.running)  # all threads stuck
         now = time.monotonic()
@@ -276,13 +361,26 @@ class _Run:
     def submit(self, address: str, cell: Cell, inputs: CellInput, attempt: int) -> None:
         shared = self.models[id(inputs.model)]
         if shared.future is None or shared.future.status != "finished":
-            # A copy on every worker: Dask runs a task where its data is, so a single copy
-            # would pull every cell of the model onto one worker.
-            shared.future = self.client.scatter([shared.model], broadcast=True, hash=False)[0]
+            # One copy, on the worker of this cell; a cell elsewhere has its worker fetch it
+            # (each cell is pinned to its worker, so placement is ours, not the data's). Not
+            # a broadcast: the scheduler's replication to every worker waits without end
+            # for a worker that died meanwhile, and the scatter with it.
+            try:
+                shared.future = self.client.scatter([shared.model], workers=[address],
+                                                    hash=False)[0]
+            except OSError:
+                raise
+            except Exception:  # the worker left since the scheduler was last asked
+                self.retired.add(address)
+                self.asked = -float("inf")  # ask again, and take back its cells
+                self.pending.appendleft((cell, inputs, attempt))
+                return
         future = self.client.submit(
             _run_cell, cell, shared.future, inputs.data, inputs.sample_index,
             key=f"harness-{cell.method.name}-{cell.key}-{uuid.uuid4().hex[:8]}", pure=False,
-            workers=[address], allow_other_workers=True,
+            # on this worker only: if it dies, the cell waits for us (lose_worker) instead
+            # of running elsewhere beside a cell that already holds that thread
+            workers=[address], allow_other_workers=False,
         )
         timeout = self.executor.timeout
         deadline = time.monotonic() + timeout if timeout else None
@@ -294,12 +392,14 @@ class _Run:
     def wait_time(self) -> float | None:
         deadlines = [f.deadline for f in self.running.values() if f.deadline is not None]
         wait = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
-        if self.pending:  # a worker may join, come back or finish a cancelled cell meanwhile
-            wait = POLL_INTERVAL if wait is None else min(wait, POLL_INTERVAL)
+        # a worker may join, leave, come back or finish a cancelled cell meanwhile
+        wait = POLL_INTERVAL if wait is None else min(wait, POLL_INTERVAL)
         return wait
 
     def settle(self, future: Any) -> None:
         """Handle a future that finished: a probe frees its thread, a cell gets its result."""
+        if future.status == "cancelled" and self.client.status != "running":
+            self.check_connection()  # cancelled because the scheduler is gone
         if future.key in self.probes:
             _, worker = self.probes.pop(future.key)
             self.busy[worker] -= 1

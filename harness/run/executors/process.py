@@ -1,8 +1,9 @@
-"""The process executor: one forked child per cell, bounded in time and memory.
+"""The process executor: cells in forked worker processes, bounded in time and memory.
 
-:class:`ProcessExecutor` (the default) forks one child process per cell, up to ``jobs`` at a
-time. The child inherits the fitted models, sends back its result through a pipe and exits; a
-hard per-cell ``timeout`` kills it and ``max_memory`` caps what it may allocate (Linux). An
+:class:`ProcessExecutor` (the default) forks ``jobs`` worker processes that run one cell at a
+time each. A worker inherits the fitted models, gets the index of its next cell and sends back
+the result through a pipe; a hard per-cell ``timeout`` kills it and ``max_memory`` caps what
+it may allocate (Linux). An
 exception, a hang, a memory overrun or a crash of the child (segfault, ``os._exit``,
 out-of-memory kill) becomes one ``error``/``timeout`` result, never the run's. A child never
 outlives its runner: it asks the kernel for SIGKILL when its parent dies (Linux
@@ -14,7 +15,6 @@ bounds to other work of the runner, such as fitting a model.
 from __future__ import annotations
 
 import ctypes
-import functools
 import math
 import multiprocessing
 import os
@@ -164,8 +164,81 @@ def call_bounded(function: Callable, args: tuple, timeout: float | None,
         process.join()
 
 
+def _address_space() -> int:
+    """Bytes of this process's address space (Linux ``/proc/self/statm``; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+def _serve(connection, tasks: list[Task], parent: int, timeout: float | None,
+           max_memory: float | None) -> None:
+    """Body of a forked cell worker: run the cells whose indices come through ``connection``
+    (None: exit), each under its own alarm, and send back ``(result, retiring)``.
+
+    The worker retires (exits after sending) when its address space has grown by more than
+    half of ``max_memory`` since the fork: its memory cap (:func:`bound_child`) was set at the
+    fork, so a fresh worker gives the next cell its whole headroom again.
+    """
+    try:
+        bound_child(parent, None, max_memory)
+        start = _address_space()
+        while True:
+            index = connection.recv()
+            if index is None:
+                break
+            _arm_alarm(timeout)
+            try:
+                result = run_one(*tasks[index])
+            except BaseException as exc:  # run_one catches Exception; this is for the rest
+                result = CellResult.failure("error", f"{type(exc).__name__}: {exc}",
+                                            traceback.format_exc())
+            if timeout is not None and hasattr(signal, "SIGALRM"):
+                signal.alarm(0)
+            if max_memory is not None:
+                result = memory_limit_reason(result, max_memory)
+            retiring = bool(max_memory) and _address_space() - start > max_memory / 2
+            try:
+                connection.send((result, retiring))
+            except Exception as exc:
+                connection.send((CellResult.failure(
+                    "error", f"the result could not be sent back: {exc}"), True))
+                retiring = True
+            if retiring:
+                break
+    except (EOFError, OSError, KeyboardInterrupt):  # the runner is gone or stopping
+        pass
+    os._exit(0)
+
+
+@dataclass
+class _Worker:
+    """A forked cell worker, its end of the pipe and the cell it runs (None: idle)."""
+
+    process: Any
+    connection: Any
+    index: int | None = None
+    deadline: float | None = None
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.join()
+        self.connection.close()
+
+
 class ProcessExecutor:
-    """One forked child per cell, ``jobs`` at a time, each killed after ``timeout`` seconds."""
+    """Cells in ``jobs`` forked worker processes, each cell killed after ``timeout`` seconds.
+
+    A worker is forked once and runs cell after cell (a fork of the runner costs tens of
+    milliseconds, which a fork per cell paid every time), each cell under its own alarm. A
+    worker that dies in a cell (segfault, ``os._exit``, a kill) makes that cell one ``error``
+    result; one past the timeout is killed and its cell is a ``timeout``; a cell that ends in
+    ``error`` takes its worker along (an exception may leave the process in a bad state). The
+    next cell then gets a fresh fork, which holds every model: the runner fits them all before
+    the executor starts.
+    """
 
     name = "process"
 
@@ -175,49 +248,56 @@ class ProcessExecutor:
         self.timeout = timeout
         self.max_memory = max_memory
 
+    def _fork(self, context, tasks: list[Task]) -> _Worker:
+        ours, theirs = context.Pipe(duplex=True)
+        process = context.Process(target=_serve, daemon=True,
+                                  args=(theirs, tasks, os.getpid(), self.timeout,
+                                        self.max_memory))
+        process.start()
+        theirs.close()
+        return _Worker(process, ours)
+
     def run(self, tasks: list[Task], on_result: OnResult) -> None:
         context = multiprocessing.get_context("fork")
-        pending = deque(tasks)
-        running: dict = {}
+        pending = deque(range(len(tasks)))
+        idle: list[_Worker] = []
+        busy: dict[Any, _Worker] = {}  # by connection
         try:
-            while pending or running:
-                while pending and len(running) < self.jobs:
-                    cell, inputs = pending.popleft()
-                    reader, writer = context.Pipe(duplex=False)
-                    process = context.Process(
-                        target=_child, daemon=True,
-                        args=(writer, functools.partial(run_one, cell, inputs), os.getpid(),
-                              self.timeout, self.max_memory))
-                    process.start()
-                    writer.close()
-                    deadline = (time.monotonic() + self.timeout) if self.timeout else None
-                    running[reader] = (process, cell, deadline)
-                deadlines = [d for (_, _, d) in running.values() if d is not None]
-                wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
-                for reader in wait(list(running), timeout=wait_for):
-                    process, cell, _ = running.pop(reader)
+            while pending or busy:
+                while pending and len(busy) < self.jobs:
+                    worker = idle.pop() if idle else self._fork(context, tasks)
+                    worker.index = pending.popleft()
                     try:
-                        result = reader.recv()
+                        worker.connection.send(worker.index)
+                    except OSError:  # died while idle: a fresh fork takes the cell
+                        pending.appendleft(worker.index)
+                        worker.stop()
+                        continue
+                    worker.deadline = (time.monotonic() + self.timeout) if self.timeout else None
+                    busy[worker.connection] = worker
+                deadlines = [w.deadline for w in busy.values() if w.deadline is not None]
+                wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+                for connection in wait(list(busy), timeout=wait_for):
+                    worker = busy.pop(connection)
+                    cell = tasks[worker.index][0]
+                    try:
+                        result, retiring = connection.recv()
                     except (EOFError, OSError):
-                        process.join(timeout=10)
-                        result = CellResult.failure("error", _death_reason(process.exitcode))
-                    reader.close()
-                    process.join(timeout=10)
-                    if process.is_alive():
-                        process.kill()
-                        process.join()
+                        worker.process.join(timeout=10)
+                        result, retiring = CellResult.failure(
+                            "error", _death_reason(worker.process.exitcode)), True
+                    if retiring or result.status == "error":
+                        worker.stop()
+                    else:
+                        idle.append(worker)
                     on_result(cell, result)
                 now = time.monotonic()
-                for reader, (process, cell, deadline) in list(running.items()):
-                    if deadline is not None and now >= deadline:
-                        process.kill()
-                        process.join()
-                        reader.close()
-                        del running[reader]
-                        on_result(cell, CellResult.failure(
+                for connection, worker in list(busy.items()):
+                    if worker.deadline is not None and now >= worker.deadline:
+                        del busy[connection]
+                        worker.stop()
+                        on_result(tasks[worker.index][0], CellResult.failure(
                             "timeout", f"exceeded the per-cell timeout of {self.timeout:g} s"))
         finally:
-            for reader, (process, _, _) in running.items():
-                process.kill()
-                process.join()
-                reader.close()
+            for worker in [*busy.values(), *idle]:
+                worker.stop()
