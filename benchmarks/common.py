@@ -28,6 +28,7 @@ FAST_METHOD_PARAMS = {
     "shaff": {"n_subsets": 16},
     "rs": {"n_trees": 20},
     "srs": {"n_trees": 20},
+    "loco": {"n_folds": 2},
 }
 
 
