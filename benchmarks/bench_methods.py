@@ -103,7 +103,8 @@ class ExplainSuite:
     def teardown(self, cache, method, case):
         import numba
 
-        numba.set_num_threads(self.threads)
+        if hasattr(self, "threads"):  # asv tears down after a skipping setup too
+            numba.set_num_threads(self.threads)
 
     def track_explain_to_predict(self, cache, method, case):
         return interleaved_ratio(self.explain, self.predict)
