@@ -59,13 +59,25 @@ def _additivity_residual(method: str, model, X) -> float:
 
 
 def _one_thread():
-    """Run kernels on one numba thread (as ``python -m harness bench`` does) and return the
-    previous count: CPU time then measures work, not the scheduling of threads."""
+    """Run kernels on one numba thread (as ``python -m harness bench`` does) and the native
+    pools (BLAS, OpenMP) on one thread too, and return what restores them: CPU time then
+    measures work, not threads that spin while another process holds the other core (shaff's
+    ratio went 1.8x up in one run beside a busy process before the pools were limited)."""
     import numba
+    from threadpoolctl import threadpool_limits
 
     previous = numba.get_num_threads()
     numba.set_num_threads(1)
-    return previous
+    limits = threadpool_limits(1)
+    return previous, limits
+
+
+def _restore(saved) -> None:
+    import numba
+
+    previous, limits = saved
+    numba.set_num_threads(previous)
+    limits.restore_original_limits()
 
 
 class ExplainSuite:
@@ -101,10 +113,8 @@ class ExplainSuite:
             raise NotImplementedError(str(skipped)) from skipped
 
     def teardown(self, cache, method, case):
-        import numba
-
         if hasattr(self, "threads"):  # asv tears down after a skipping setup too
-            numba.set_num_threads(self.threads)
+            _restore(self.threads)
 
     def track_explain_to_predict(self, cache, method, case):
         return interleaved_ratio(self.explain, self.predict)
@@ -146,9 +156,7 @@ class MemoryAtScaleSuite:
         self.explain = lambda: harness.explain("local_mdi", model, self.X)
 
     def teardown(self, model, n_rows):
-        import numba
-
-        numba.set_num_threads(self.threads)
+        _restore(self.threads)
 
     def track_traced_peak(self, model, n_rows):
         from harness.bench.runner import traced_peak
