@@ -1,13 +1,44 @@
-"""asv suite: time, peak memory and accuracy identities of every registered method."""
+"""asv suites of every registered method, in figures that stay put on a busy machine.
+
+``asv continuous`` compares one figure per benchmark between two commits. On a shared machine
+the absolute time of a call varies by more than asv's default factor (1.1) from one run to the
+next, since the process waits for a core a varying share of the wall clock; so these suites
+track instead
+
+- ``ExplainSuite.track_explain_to_predict``: the explain's time as a multiple of the forest's
+  own predict on the same rows, both timed in the same process, interleaved, in CPU seconds
+  on one numba thread (median of nine alternations of samples of at least 50 ms each; see
+  :func:`benchmarks.common.interleaved_ratio`): a machine that is slower for a while slows
+  both alike, and a kernel that becomes twice slower doubles the figure;
+- ``ExplainSuite.track_explain_traced_peak``: the largest memory the explain itself holds
+  above its start (NumPy and numba arrays, traced by ``tracemalloc``), which is the same from
+  run to run, rather than asv's ``peakmem_`` (the whole process: 330-380 MB for every method,
+  mostly the imported libraries);
+- ``MemoryAtScaleSuite``: the same peak, and the resident-memory peak, of ``local_mdi`` on up
+  to 10^6 rows x 20 features with a 100-tree forest (the size of issue 22's bounded-memory
+  target), to show that it grows as the output does;
+- ``IdentitySuite``: residuals of the identities every commit must keep (exact figures).
+
+The absolute times of the same calls are in ``bench_absolute`` (for quiet machines), the
+first call in a fresh cache in ``bench_cold``.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .common import fitted_forests, method_params
+from .common import (
+    DATASETS,
+    FORESTS,
+    fitted_forests,
+    interleaved_ratio,
+    method_params,
+    rss_peak_above_start,
+)
 
-DATASETS = ["led", "breast_cancer", "diabetes"]
-FORESTS = ["extra_trees", "random_forest"]
+# (dataset, forest) of the shared grid on which every method runs (the OOB methods need the
+# bootstrap); one case, so that ``asv continuous -b bench_methods`` takes minutes
+CASES = ["diabetes/random_forest"]
 
 
 def _methods():
@@ -27,40 +58,117 @@ def _additivity_residual(method: str, model, X) -> float:
     return float(np.abs(total - predict_output(model, X)).max())
 
 
-class ExplainSuite:
-    """``time_explain`` and ``peakmem_explain`` for every method x dataset x forest."""
+def _one_thread():
+    """Run kernels on one numba thread (as ``python -m harness bench`` does) and the native
+    pools (BLAS, OpenMP) on one thread too, and return what restores them: CPU time then
+    measures work, not threads that spin while another process holds the other core (shaff's
+    ratio went 1.8x up in one run beside a busy process before the pools were limited)."""
+    import numba
+    from threadpoolctl import threadpool_limits
 
-    params = (_methods(), DATASETS, FORESTS)
-    param_names = ["method", "dataset", "forest"]
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    limits = threadpool_limits(1)
+    return previous, limits
+
+
+def _restore(saved) -> None:
+    import numba
+
+    previous, limits = saved
+    numba.set_num_threads(previous)
+    limits.restore_original_limits()
+
+
+class ExplainSuite:
+    """Each method's cost relative to predict, and the memory its explain allocates."""
+
+    params = (_methods(), CASES)
+    param_names = ["method", "case"]
     timeout = 300
 
     def setup_cache(self):
         return fitted_forests()
 
-    def setup(self, cache, method, dataset, forest):
+    def setup(self, cache, method, case):
         import harness
+        from harness.forest.view import predict_output
 
-        self.model, X, ds = cache[(dataset, forest)]
+        model, _, ds = cache[tuple(case.split("/"))]
         cls = harness.core.registry.get_method_class(method)
         if cls.missing_packages():
             raise NotImplementedError(f"{method} not installed")
-        # the OOB methods take every training row, mda_test the held-out rows (Method.rows)
-        info = self.model.harness_fit_
-        rows = {"train": info["train_index"], "test": info["test_index"]}.get(cls.rows)
-        self.X, self.y = (X, ds.y[info["train_index"][: len(X)]]) if rows is None else (
-            ds.X[rows], ds.y[rows])
-        self.harness = harness
-        self.method = harness.core.registry.make_method(method, **method_params(method))
-        try:  # compile or import once, outside the timing
-            harness.explain(self.method, self.model, self.X, self.y)
+        # every training row (the OOB methods need them; the others get enough rows that the
+        # kernels, not the per-call checks, set the time); mda_test the held-out rows
+        info = model.harness_fit_
+        rows = info["test_index"] if cls.rows == "test" else info["train_index"]
+        X, y = ds.X[rows], ds.y[rows]
+        spec = harness.core.registry.make_method(method, **method_params(method))
+        self.threads = _one_thread()
+        self.explain = lambda: harness.explain(spec, model, X, y)
+        self.predict = lambda: predict_output(model, X)
+        try:  # compile or import once, outside the measures
+            self.explain()
         except harness.MethodSkipped as skipped:
             raise NotImplementedError(str(skipped)) from skipped
 
-    def time_explain(self, cache, method, dataset, forest):
-        self.harness.explain(self.method, self.model, self.X, self.y)
+    def teardown(self, cache, method, case):
+        if hasattr(self, "threads"):  # asv tears down after a skipping setup too
+            _restore(self.threads)
 
-    def peakmem_explain(self, cache, method, dataset, forest):
-        self.harness.explain(self.method, self.model, self.X, self.y)
+    def track_explain_to_predict(self, cache, method, case):
+        return interleaved_ratio(self.explain, self.predict)
+
+    track_explain_to_predict.unit = "ratio"
+
+    def track_explain_traced_peak(self, cache, method, case):
+        from harness.bench.runner import traced_peak
+
+        return float(traced_peak(self.explain)[0])
+
+    track_explain_traced_peak.unit = "bytes"
+
+
+class MemoryAtScaleSuite:
+    """Peak memory of ``local_mdi`` over n rows x 20 features, 100-tree forest (fit on 2000
+    rows, depth <= 12, so that the forest stays small beside the output): the traced peak
+    (arrays) and the resident peak (everything), each above the start of the explain. The
+    output alone is 160 n bytes (float64)."""
+
+    params = ([10**4, 10**5, 10**6],)
+    param_names = ["n_rows"]
+    timeout = 600
+
+    def setup_cache(self):
+        from sklearn.ensemble import RandomForestRegressor
+
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((2000, 20))
+        y = X[:, 0] + X[:, 1] * X[:, 2] + 0.1 * rng.standard_normal(2000)
+        return RandomForestRegressor(100, max_depth=12, random_state=0, n_jobs=1).fit(X, y)
+
+    def setup(self, model, n_rows):
+        import harness
+
+        self.threads = _one_thread()
+        self.X = np.random.default_rng(1).standard_normal((n_rows, 20))
+        harness.explain("local_mdi", model, self.X[:10])  # compile outside the measures
+        self.explain = lambda: harness.explain("local_mdi", model, self.X)
+
+    def teardown(self, model, n_rows):
+        _restore(self.threads)
+
+    def track_traced_peak(self, model, n_rows):
+        from harness.bench.runner import traced_peak
+
+        return float(traced_peak(self.explain)[0])
+
+    track_traced_peak.unit = "bytes"
+
+    def track_rss_peak(self, model, n_rows):
+        return rss_peak_above_start(self.explain)
+
+    track_rss_peak.unit = "bytes"
 
 
 class IdentitySuite:

@@ -1,7 +1,8 @@
 """asv suite for the out-of-bag family on the bench cases of ``python -m harness bench``.
 
-Tracks, per commit, each method's time, its ratio to the forest's own predict on the same
-rows (timed in the same run), and on case C (Friedman #1, independent inputs, exact Sobol
+Tracks, per commit, each method's time (for quiet machines), its ratio to the forest's own
+predict on the same rows (CPU time, interleaved in the same process: stable on a busy
+machine, see ``bench_methods``), and on case C (Friedman #1, independent inputs, exact Sobol
 indices) its largest distance to its own theoretical target.
 """
 
@@ -9,9 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.bench.runner import timed
-
-from .common import profile
+from .common import interleaved_ratio, profile
 
 CASES = ["C", "benard2022"]
 METHODS = ["mda_test", "mda_bc", "mda_ik", "sobol_mda"]
@@ -50,8 +49,8 @@ class OOBSuite:
         self.explain(method, self.model, self.X, self.y)
 
     def track_ratio_to_predict(self, cache, method, case):
-        method_time, _ = timed(lambda: self.explain(method, self.model, self.X, self.y), 3)
-        return method_time / timed(lambda: self.predict(self.model, self.X), 3)[0]
+        return interleaved_ratio(lambda: self.explain(method, self.model, self.X, self.y),
+                                 lambda: self.predict(self.model, self.X))
 
     track_ratio_to_predict.unit = "x predict"
 

@@ -7,6 +7,13 @@ sizes of the papers' experiments (1000 trees).
 from __future__ import annotations
 
 import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+DATASETS = ["led", "breast_cancer", "diabetes"]
+FORESTS = ["extra_trees", "random_forest"]
 
 PROFILES = {
     "fast": {"n_estimators": 30, "max_explain": 100},
@@ -21,6 +28,7 @@ FAST_METHOD_PARAMS = {
     "shaff": {"n_subsets": 16},
     "rs": {"n_trees": 20},
     "srs": {"n_trees": 20},
+    "loco": {"n_folds": 2},
 }
 
 
@@ -42,9 +50,9 @@ def fitted_forests() -> dict:
 
     settings = profile()
     forests = {}
-    for dataset in ("led", "breast_cancer", "diabetes"):
+    for dataset in DATASETS:
         ds = harness.load_dataset(dataset)
-        for forest in ("extra_trees", "random_forest"):
+        for forest in FORESTS:
             spec = {"forest": forest, "n_estimators": settings["n_estimators"]}
             if dataset == "led":
                 spec.update(max_features=1, bootstrap=False)
@@ -54,3 +62,86 @@ def fitted_forests() -> dict:
                 X = X[: settings["max_explain"]]
             forests[(dataset, forest)] = (model, X, ds)
     return forests
+
+
+# --- measures that stay stable on a busy machine -------------------------------------------
+# CPU time of this process, not wall time: on a shared machine a process waits for a core for
+# a varying share of the wall clock (3x on 2 cores at load 6, measured), while the CPU time of
+# a single-threaded call varies by a few per cent. Kernels run on one numba thread here, so
+# the CPU time of a call is its work; a slowdown that waits (sleep, I/O) is seen only by the
+# absolute ``time_`` suites of ``bench_absolute``.
+MIN_SAMPLE_SECONDS = 0.05  # per timed sample: ~10^4 x the clock's resolution and jitter
+ALTERNATIONS = 9           # explain and predict samples, interleaved (ABBA order)
+MAX_SECONDS = 10.0         # ... fewer (3 or more) where a call is long: refits take seconds
+
+
+def _cpu_seconds_per_call(call: Callable[[], Any], number: int) -> float:
+    start = time.process_time()
+    for _ in range(number):
+        call()
+    return (time.process_time() - start) / number
+
+
+def _calls_per_sample(call: Callable[[], Any], min_seconds: float) -> int:
+    """Smallest number of back-to-back calls (1, then scaled up) that lasts ``min_seconds``
+    of CPU time, as ``timeit.Timer.autorange`` does for wall time."""
+    number = 1
+    while True:
+        spent = _cpu_seconds_per_call(call, number) * number
+        if spent >= min_seconds:
+            return number
+        number = max(2 * number, int(number * 1.2 * min_seconds / max(spent, 1e-6)))
+
+
+def interleaved_ratio(numerator: Callable[[], Any], denominator: Callable[[], Any], *,
+                      min_seconds: float | None = None,
+                      alternations: int | None = None) -> float:
+    """Median over ``alternations`` of (CPU time per call of ``numerator``) / (that of
+    ``denominator``), the two timed in turn in this process (ABBA order, so that a drift of
+    the machine's speed affects both alike), each sample ``min_seconds`` long or more; after
+    three alternations, none is started once ``MAX_SECONDS`` of CPU time are spent.
+
+    Both calls are made once first (imports, compilation), outside the samples. The defaults
+    are the module's ``MIN_SAMPLE_SECONDS`` and ``ALTERNATIONS``, read at each call (the
+    suite's test lowers them to run every benchmark once in seconds).
+    """
+    min_seconds = MIN_SAMPLE_SECONDS if min_seconds is None else min_seconds
+    alternations = ALTERNATIONS if alternations is None else alternations
+    numerator(), denominator()
+    n_num = _calls_per_sample(numerator, min_seconds)
+    n_den = _calls_per_sample(denominator, min_seconds)
+    ratios, start = [], time.process_time()
+    for k in range(alternations):
+        if k >= 3 and time.process_time() - start > MAX_SECONDS:
+            break
+        if k % 2:
+            num = _cpu_seconds_per_call(numerator, n_num)
+            den = _cpu_seconds_per_call(denominator, n_den)
+        else:
+            den = _cpu_seconds_per_call(denominator, n_den)
+            num = _cpu_seconds_per_call(numerator, n_num)
+        ratios.append(num / den)
+    return float(statistics.median(ratios))
+
+
+def _status_bytes(key: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024  # the kernel reports kB
+    raise KeyError(key)
+
+
+def rss_peak_above_start(call: Callable[[], Any]) -> float:
+    """Resident memory at the peak of ``call`` minus that at its start, in bytes (Linux:
+    the peak resident size VmHWM is reset by writing 5 to /proc/self/clear_refs, see
+    proc(5)); NaN where that is not available. Counts what ``tracemalloc`` does not see
+    (memory of C and LLVM code), less any freed pages the allocator reuses."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+        start = _status_bytes("VmRSS")
+    except OSError:
+        return float("nan")
+    call()
+    return float(_status_bytes("VmHWM") - start)
