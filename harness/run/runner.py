@@ -24,6 +24,7 @@ from harness.run.execute import CellInput, prepare_methods
 from harness.run.executors import make_executor
 from harness.run.executors.process import call_bounded
 from harness.run.lock import RunLock
+from harness.run.native_threads import one_native_thread
 from harness.run.options import check_option, compare_options, reject_repeats
 from harness.run.protocol import ExplainRequest
 from harness.run.store import Store
@@ -138,7 +139,7 @@ def compare(
             Path(out).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise BadInputError(f"Cannot create the run folder {str(out)!r}: {exc}") from exc
-        with RunLock(out), Store(out) as store:
+        with RunLock(out), Store(out) as store, one_native_thread():
             _run_cells(cells, store, executor_obj, summary, options.force, notify,
                        FitLimits(timeout, max_memory, isolated=executor != "inprocess"))
             store.record_run(started, time.perf_counter() - start,
