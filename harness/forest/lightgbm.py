@@ -188,7 +188,7 @@ def _parse(model: Any, signature: tuple) -> _Parsed:
         "classifier": classifier, "n_features": n_features, "n_trees": len(raws),
         "classes": None if classes is None else np.asarray(classes), "impurity_unit": "gain",
         "bootstrap": False, "class_weighted": False, "output_unit": output_unit, "link": link,
-        "capabilities": frozenset(),
+        "capabilities": frozenset(), "routes_missing": True,
     }
     return _Parsed(signature, describe, trees, coding, zero_missing)
 

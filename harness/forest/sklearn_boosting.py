@@ -88,7 +88,7 @@ def _check_loss(model, allowed: dict[str, tuple[str, ...]]) -> None:
 
 
 def boosted_describe(model, library: str, n_columns: int, n_trees: int, impurity_unit: str,
-                     capabilities: frozenset[str]) -> dict:
+                     capabilities: frozenset[str], routes_missing: bool) -> dict:
     """The view's scalar fields of a boosted model (see :class:`ForestView`)."""
     classifier = _is_classifier(model)
     if classifier:
@@ -101,8 +101,19 @@ def boosted_describe(model, library: str, n_columns: int, n_trees: int, impurity
         "classes": np.asarray(model.classes_) if classifier else None,
         "impurity_unit": impurity_unit, "bootstrap": False, "class_weighted": False,
         "output_unit": "margin" if classifier else "prediction", "link": link,
-        "capabilities": capabilities,
+        "capabilities": capabilities, "routes_missing": routes_missing,
     }
+
+
+def _predict_accepts_nan(model) -> bool:
+    """Whether the model's own ``predict`` takes NaN (GradientBoosting's trees route it where
+    its scikit-learn version lets the ensemble accept it; it raises ValueError otherwise)."""
+    row = np.full((1, int(model.n_features_in_)), np.nan)
+    try:
+        _quietly(model.predict, row)
+    except ValueError:
+        return False
+    return True
 
 
 def parent_first(left: np.ndarray, right: np.ndarray) -> np.ndarray | None:
@@ -195,7 +206,7 @@ class GradientBoostingAdapter:
                 "squared_error": "variance of the pseudo-residuals"}.get(
             str(model.criterion), f"{model.criterion} of the pseudo-residuals")
         return boosted_describe(model, cls.library, n_columns, n_iter * n_columns, unit,
-                                frozenset({"node_impurity"}))
+                                frozenset({"node_impurity"}), _predict_accepts_nan(model))
 
     @classmethod
     def flat_trees(cls, model) -> list[FlatTree]:
@@ -322,7 +333,7 @@ class HistGradientBoostingAdapter:
         return boosted_describe(model, cls.library, n_columns,
                                 len(model._predictors) * n_columns,
                                 "gain (split gains of the boosting objective, summed)",
-                                frozenset())
+                                frozenset(), routes_missing=True)
 
     @classmethod
     def flat_trees(cls, model) -> list[FlatTree]:

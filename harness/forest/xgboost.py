@@ -176,7 +176,7 @@ def _parse(model: Any, signature: tuple) -> _Parsed:
         "classifier": objective.classifier, "n_features": n_features, "n_trees": len(raws),
         "classes": None if classes is None else np.asarray(classes), "impurity_unit": "gain",
         "bootstrap": False, "class_weighted": False, "output_unit": objective.output_unit,
-        "link": objective.link, "capabilities": frozenset(),
+        "link": objective.link, "capabilities": frozenset(), "routes_missing": True,
     }
     missing = float(getattr(model, "missing", np.nan)) if not _is_booster(model) else np.nan
     return _Parsed(signature, describe, trees, coding, missing)
