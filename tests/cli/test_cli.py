@@ -16,9 +16,9 @@ def _run(*args, cwd=None):
 
 
 @pytest.mark.parametrize("args, expected", [
-    (["-m", "nope"], "Unknown method 'nope'. Available methods: local_mdi, mda_bc, mda_ik, "
-                     "mda_test, mdi, mdi_oob, rs, saabas, sage, shaff, sobol_mda, srs, "
-                     "tree_sage, treeshap, ufi."),
+    (["-m", "nope"], "Unknown method 'nope'. Available methods: conditional_permutation, "
+                     "local_mdi, loco, mda_bc, mda_ik, mda_test, mdi, mdi_oob, rs, saabas, sage, "
+                     "shaff, sobol_mda, srs, tree_sage, treeshap, ufi."),
     (["-d", "nope"], "Unknown dataset 'nope'. Available datasets: breast_cancer,"),
     (["-m", "treeshap[n_background=0]"], "The 'n_background' parameter of treeshap must be "
                                          "an int in [1, inf). Got 0 instead."),
