@@ -23,10 +23,13 @@ the library numbers them, root 0) and hands them to :func:`boosted_trees`, which
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
+from harness.core.errors import BadInputError
 from harness.forest.coding import ThresholdCoding
 from harness.forest.flat import FlatTree
 
@@ -135,3 +138,83 @@ def boosted_trees(raws: list[RawTree], coding: ThresholdCoding, n_values: int, s
                   base: np.ndarray) -> list[FlatTree]:
     """:func:`boosted_tree` of every tree."""
     return [boosted_tree(raw, coding, n_values, scale, base) for raw in raws]
+
+
+def boosted_fields(*, library: str, kind: str, classifier: bool, n_features: int,
+                   n_trees: int, classes: np.ndarray | None, impurity_unit: str, link: str,
+                   capabilities: frozenset[str] = frozenset(),
+                   routes_missing: bool = True) -> dict[str, Any]:
+    """The :class:`~harness.forest.view.ForestView` fields of a boosted model: no bootstrap,
+    no class weights, its margin (classifiers) or prediction (regressors) as the output."""
+    return {
+        "library": library, "kind": kind, "classifier": classifier,
+        "n_features": int(n_features), "n_trees": int(n_trees),
+        "classes": None if classes is None else np.asarray(classes),
+        "impurity_unit": impurity_unit, "bootstrap": False, "class_weighted": False,
+        "output_unit": "margin" if classifier else "prediction", "link": link,
+        "capabilities": capabilities, "routes_missing": routes_missing,
+    }
+
+
+@dataclass
+class ParsedModel:
+    """Everything an adapter read from one model's dump, kept while the model lives."""
+
+    signature: tuple
+    describe: dict
+    trees: list[FlatTree]
+    coding: ThresholdCoding
+    #: the library's own missing-value reading, used by the adapter's ``encode_rows``
+    missing: Any = None
+
+
+class ParsedBoosterAdapter:
+    """Base of the adapters that parse a library's model dump once per fitted model
+    (XGBoost, LightGBM): ``check``, ``describe`` and ``flat_trees`` read the parsed dump,
+    which a refit (a new ``trees_signature``) parses again. A subclass sets ``library``,
+    ``description`` and ``no_inbag`` and implements ``accepts``, ``parse``,
+    ``trees_signature``, ``predict_output`` and ``encode_rows``."""
+
+    library: ClassVar[str]
+    description: ClassVar[str]
+    no_inbag: ClassVar[str]  # why the model keeps no in-bag rows
+    _parsed: ClassVar[weakref.WeakKeyDictionary]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._parsed = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def parse(cls, model: Any, signature: tuple) -> ParsedModel:  # pragma: no cover
+        raise NotImplementedError
+
+    @classmethod
+    def trees_signature(cls, model: Any) -> tuple:  # pragma: no cover
+        raise NotImplementedError
+
+    @classmethod
+    def parsed(cls, model: Any) -> ParsedModel:
+        """The model's parsed dump, read once per fitted model."""
+        signature = cls.trees_signature(model)
+        cached = cls._parsed.get(model)
+        if cached is None or cached.signature != signature:
+            cached = cls._parsed[model] = cls.parse(model, signature)
+        return cached
+
+    @classmethod
+    def check(cls, model: Any) -> None:
+        cls.parsed(model)
+
+    @classmethod
+    def describe(cls, model: Any) -> dict:
+        return dict(cls.parsed(model).describe)
+
+    @classmethod
+    def flat_trees(cls, model: Any) -> list[FlatTree]:
+        return cls.parsed(model).trees
+
+    @classmethod
+    def inbag_counts(cls, model: Any) -> np.ndarray:
+        raise BadInputError(f"A {type(model).__name__} ({cls.library}) keeps no in-bag rows "
+                            f"({cls.no_inbag}); the OOB methods need a bagged scikit-learn "
+                            "forest.")

@@ -29,45 +29,36 @@ categorical splits, linear trees, dart and rf boosting, and objectives other tha
 from __future__ import annotations
 
 import re
-import weakref
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from harness.core.errors import BadInputError
-from harness.forest.boosted import RawTree, boosted_trees, threshold_coding
-from harness.forest.coding import ThresholdCoding
-from harness.forest.flat import FlatTree
+from harness.forest.boosted import (
+    ParsedBoosterAdapter,
+    ParsedModel,
+    RawTree,
+    boosted_fields,
+    boosted_trees,
+    threshold_coding,
+)
 
 #: LightGBM's kZeroThreshold (a float literal, read as a double)
 ZERO_THRESHOLD = float(np.float32(1e-35))
 
-#: objective (first word of the dump's ``objective``) -> (classifier, output_unit, link)
-OBJECTIVES: dict[str, tuple[bool, str, str]] = {
-    "regression": (False, "prediction", "identity"),
-    "regression_l1": (False, "prediction", "identity"),
-    "huber": (False, "prediction", "identity"),
-    "fair": (False, "prediction", "identity"),
-    "quantile": (False, "prediction", "identity"),
-    "mape": (False, "prediction", "identity"),
-    "binary": (True, "margin", "logistic"),
-    "multiclass": (True, "margin", "softmax"),
+#: objective (first word of the dump's ``objective``) -> (classifier, link)
+OBJECTIVES: dict[str, tuple[bool, str]] = {
+    "regression": (False, "identity"),
+    "regression_l1": (False, "identity"),
+    "huber": (False, "identity"),
+    "fair": (False, "identity"),
+    "quantile": (False, "identity"),
+    "mape": (False, "identity"),
+    "binary": (True, "logistic"),
+    "multiclass": (True, "softmax"),
 }
 
 
-@dataclass
-class _Parsed:
-    """Everything read from one model's dump, kept while the model lives."""
-
-    signature: tuple
-    describe: dict
-    trees: list[FlatTree]
-    coding: ThresholdCoding
-    zero_missing: np.ndarray  # features whose splits send 0.0 the default way
-
-
-_PARSED: weakref.WeakKeyDictionary[Any, _Parsed] = weakref.WeakKeyDictionary()
 
 
 def _is_booster(model: Any) -> bool:
@@ -90,7 +81,7 @@ def _refuse(model: Any, what: str) -> BadInputError:
                          f"objectives {', '.join(OBJECTIVES)} (binary with sigmoid:1).")
 
 
-def _objective(model: Any, text: str) -> tuple[bool, str, str]:
+def _objective(model: Any, text: str) -> tuple[bool, str]:
     words = text.split()
     name = words[0] if words else "custom"
     if name not in OBJECTIVES:
@@ -158,7 +149,7 @@ def _zero_features(model: Any, raws: list[RawTree], missing_types: list[np.ndarr
     return np.array(["Zero" in k for k in kinds], dtype=bool)
 
 
-def _parse(model: Any, signature: tuple) -> _Parsed:
+def _parse(model: Any, signature: tuple) -> ParsedModel:
     booster = _booster(model)
     dump = booster.dump_model()
     boosting = _boosting(booster)
@@ -166,7 +157,7 @@ def _parse(model: Any, signature: tuple) -> _Parsed:
         # rf: predict averages the trees while raw_score and pred_contrib sum them (LightGBM
         # 4.7, measured), so no one margin is the model's
         raise _refuse(model, f"{boosting!r} boosting")
-    classifier, output_unit, link = _objective(model, str(dump.get("objective", "custom")))
+    classifier, link = _objective(model, str(dump.get("objective", "custom")))
     per_round = int(dump["num_tree_per_iteration"])
     n_values = per_round if classifier and per_round > 1 else 1
     read = [_raw_tree(model, tree, t % per_round if n_values > 1 else 0)
@@ -183,31 +174,21 @@ def _parse(model: Any, signature: tuple) -> _Parsed:
     classes = getattr(model, "classes_", None) if not _is_booster(model) else None
     if classifier and classes is None:
         classes = np.arange(max(n_values, 2))
-    describe = {
-        "library": LightGBMAdapter.library, "kind": type(model).__name__,
-        "classifier": classifier, "n_features": n_features, "n_trees": len(raws),
-        "classes": None if classes is None else np.asarray(classes), "impurity_unit": "gain",
-        "bootstrap": False, "class_weighted": False, "output_unit": output_unit, "link": link,
-        "capabilities": frozenset(), "routes_missing": True,
-    }
-    return _Parsed(signature, describe, trees, coding, zero_missing)
+    describe = boosted_fields(library=LightGBMAdapter.library, kind=type(model).__name__,
+                              classifier=classifier, n_features=n_features,
+                              n_trees=len(raws), classes=classes, impurity_unit="gain",
+                              link=link)
+    # features whose splits send 0.0 the default way
+    return ParsedModel(signature, describe, trees, coding, missing=zero_missing)
 
 
-def parsed(model: Any) -> _Parsed:
-    """The model's parsed dump, read once per fitted model."""
-    signature = LightGBMAdapter.trees_signature(model)
-    cached = _PARSED.get(model)
-    if cached is None or cached.signature != signature:
-        cached = _PARSED[model] = _parse(model, signature)
-    return cached
-
-
-class LightGBMAdapter:
+class LightGBMAdapter(ParsedBoosterAdapter):
     """Reads fitted ``lightgbm.Booster`` objects and LightGBM's scikit-learn regressors and
     classifiers (see the module docstring)."""
 
     library = "lightgbm"
     description = "LightGBM Booster, LGBMRegressor, LGBMClassifier"
+    no_inbag = "its bagging is not recorded"
 
     @classmethod
     def accepts(cls, model: Any) -> bool:
@@ -217,22 +198,8 @@ class LightGBMAdapter:
                      or hasattr(type(model), "booster_")))
 
     @classmethod
-    def check(cls, model: Any) -> None:
-        parsed(model)
-
-    @classmethod
-    def describe(cls, model: Any) -> dict:
-        return dict(parsed(model).describe)
-
-    @classmethod
-    def flat_trees(cls, model: Any) -> list[FlatTree]:
-        return parsed(model).trees
-
-    @classmethod
-    def inbag_counts(cls, model: Any) -> np.ndarray:
-        raise BadInputError(f"A LightGBM {type(model).__name__} keeps no in-bag rows (its "
-                            "bagging is not recorded); the OOB methods need a bagged "
-                            "scikit-learn forest.")
+    def parse(cls, model: Any, signature: tuple) -> ParsedModel:
+        return _parse(model, signature)
 
     @classmethod
     def trees_signature(cls, model: Any) -> tuple:
@@ -247,9 +214,9 @@ class LightGBMAdapter:
     @classmethod
     def encode_rows(cls, model: Any, X: np.ndarray) -> np.ndarray:
         """Rank codes in float64 after LightGBM's own reading of the row (module docstring)."""
-        state = parsed(model)
+        state = LightGBMAdapter.parsed(model)
         X = np.array(X, dtype=np.float64)
         X[np.abs(X) <= ZERO_THRESHOLD] = 0.0
-        zero = (X == 0.0) & state.zero_missing
+        zero = (X == 0.0) & state.missing
         X[zero] = np.nan
         return state.coding.encode(X)

@@ -46,6 +46,7 @@ from sklearn.ensemble import (
 )
 
 from harness.core.errors import BadInputError
+from harness.forest.boosted import boosted_fields
 from harness.forest.coding import ThresholdCoding
 from harness.forest.flat import FlatTree, as_float32_rows
 
@@ -89,20 +90,14 @@ def _check_loss(model, allowed: dict[str, tuple[str, ...]]) -> None:
 
 def boosted_describe(model, library: str, n_columns: int, n_trees: int, impurity_unit: str,
                      capabilities: frozenset[str], routes_missing: bool) -> dict:
-    """The view's scalar fields of a boosted model (see :class:`ForestView`)."""
+    """The view's scalar fields of a scikit-learn boosted model (see :class:`ForestView`)."""
     classifier = _is_classifier(model)
-    if classifier:
-        link = "logistic" if n_columns == 1 else "softmax"
-    else:
-        link = "identity"
-    return {
-        "library": library, "kind": type(model).__name__, "classifier": classifier,
-        "n_features": int(model.n_features_in_), "n_trees": int(n_trees),
-        "classes": np.asarray(model.classes_) if classifier else None,
-        "impurity_unit": impurity_unit, "bootstrap": False, "class_weighted": False,
-        "output_unit": "margin" if classifier else "prediction", "link": link,
-        "capabilities": capabilities, "routes_missing": routes_missing,
-    }
+    link = ("logistic" if n_columns == 1 else "softmax") if classifier else "identity"
+    return boosted_fields(library=library, kind=type(model).__name__, classifier=classifier,
+                          n_features=model.n_features_in_, n_trees=n_trees,
+                          classes=model.classes_ if classifier else None,
+                          impurity_unit=impurity_unit, link=link, capabilities=capabilities,
+                          routes_missing=routes_missing)
 
 
 def _predict_accepts_nan(model) -> bool:

@@ -25,16 +25,20 @@ from __future__ import annotations
 
 import json
 import math
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from harness.core.errors import BadInputError
-from harness.forest.boosted import RawTree, boosted_trees, threshold_coding
-from harness.forest.coding import ThresholdCoding
-from harness.forest.flat import FlatTree
+from harness.forest.boosted import (
+    ParsedBoosterAdapter,
+    ParsedModel,
+    RawTree,
+    boosted_fields,
+    boosted_trees,
+    threshold_coding,
+)
 
 
 def _logit(p: float) -> float:
@@ -49,12 +53,11 @@ class Objective:
     """How an objective's margin relates to the model's output."""
 
     classifier: bool
-    output_unit: str
     link: str
     to_margin: Any  # base_score (as stored) -> margin
 
 
-_IDENTITY = Objective(False, "prediction", "identity", float)
+_IDENTITY = Objective(False, "identity", float)
 #: objectives read exactly (base_score's link to the margin as XGBoost's ProbToMargin)
 OBJECTIVES: dict[str, Objective] = {
     "reg:squarederror": _IDENTITY,
@@ -62,26 +65,14 @@ OBJECTIVES: dict[str, Objective] = {
     "reg:pseudohubererror": _IDENTITY,
     "reg:absoluteerror": _IDENTITY,
     "reg:quantileerror": _IDENTITY,
-    "binary:logistic": Objective(True, "margin", "logistic", _logit),
+    "binary:logistic": Objective(True, "logistic", _logit),
     # logitraw's base_score is its margin (measured: XGBoost 3.2 adds it as stored)
-    "binary:logitraw": Objective(True, "margin", "identity", float),
-    "multi:softprob": Objective(True, "margin", "softmax", float),
-    "multi:softmax": Objective(True, "margin", "softmax", float),
+    "binary:logitraw": Objective(True, "identity", float),
+    "multi:softprob": Objective(True, "softmax", float),
+    "multi:softmax": Objective(True, "softmax", float),
 }
 
 
-@dataclass
-class _Parsed:
-    """Everything read from one model's JSON, kept while the model lives."""
-
-    signature: tuple
-    describe: dict
-    trees: list[FlatTree]
-    coding: ThresholdCoding
-    missing: float
-
-
-_PARSED: weakref.WeakKeyDictionary[Any, _Parsed] = weakref.WeakKeyDictionary()
 
 
 def _is_booster(model: Any) -> bool:
@@ -136,7 +127,7 @@ def _raw_tree(model: Any, tree: dict, column: int) -> RawTree:
     )
 
 
-def _parse(model: Any, signature: tuple) -> _Parsed:
+def _parse(model: Any, signature: tuple) -> ParsedModel:
     booster = _booster(model)
     learner = json.loads(booster.save_raw("json"))["learner"]
     kind = learner["gradient_booster"]["name"]
@@ -171,32 +162,22 @@ def _parse(model: Any, signature: tuple) -> _Parsed:
     classes = getattr(model, "classes_", None)
     if objective.classifier and classes is None:
         classes = np.arange(max(n_classes, 2))
-    describe = {
-        "library": XGBoostAdapter.library, "kind": type(model).__name__,
-        "classifier": objective.classifier, "n_features": n_features, "n_trees": len(raws),
-        "classes": None if classes is None else np.asarray(classes), "impurity_unit": "gain",
-        "bootstrap": False, "class_weighted": False, "output_unit": objective.output_unit,
-        "link": objective.link, "capabilities": frozenset(), "routes_missing": True,
-    }
+    describe = boosted_fields(library=XGBoostAdapter.library, kind=type(model).__name__,
+                              classifier=objective.classifier, n_features=n_features,
+                              n_trees=len(raws), classes=classes, impurity_unit="gain",
+                              link=objective.link)
+    # the wrapper's ``missing`` value, read as NaN by XGBoost
     missing = float(getattr(model, "missing", np.nan)) if not _is_booster(model) else np.nan
-    return _Parsed(signature, describe, trees, coding, missing)
+    return ParsedModel(signature, describe, trees, coding, missing=missing)
 
 
-def parsed(model: Any) -> _Parsed:
-    """The model's parsed JSON, read once per fitted model."""
-    signature = XGBoostAdapter.trees_signature(model)
-    cached = _PARSED.get(model)
-    if cached is None or cached.signature != signature:
-        cached = _PARSED[model] = _parse(model, signature)
-    return cached
-
-
-class XGBoostAdapter:
+class XGBoostAdapter(ParsedBoosterAdapter):
     """Reads fitted ``xgboost.Booster`` objects and XGBoost's scikit-learn regressors and
     classifiers (see the module docstring)."""
 
     library = "xgboost"
     description = "XGBoost Booster, XGBRegressor, XGBClassifier (gbtree)"
+    no_inbag = "its row subsampling is not recorded"
 
     @classmethod
     def accepts(cls, model: Any) -> bool:
@@ -205,22 +186,8 @@ class XGBoostAdapter:
                 and (_is_booster(model) or hasattr(model, "get_booster")))
 
     @classmethod
-    def check(cls, model: Any) -> None:
-        parsed(model)
-
-    @classmethod
-    def describe(cls, model: Any) -> dict:
-        return dict(parsed(model).describe)
-
-    @classmethod
-    def flat_trees(cls, model: Any) -> list[FlatTree]:
-        return parsed(model).trees
-
-    @classmethod
-    def inbag_counts(cls, model: Any) -> np.ndarray:
-        raise BadInputError(f"An XGBoost {type(model).__name__} keeps no in-bag rows (its "
-                            "row subsampling is not recorded); the OOB methods need a bagged "
-                            "scikit-learn forest.")
+    def parse(cls, model: Any, signature: tuple) -> ParsedModel:
+        return _parse(model, signature)
 
     @classmethod
     def trees_signature(cls, model: Any) -> tuple:
@@ -240,7 +207,7 @@ class XGBoostAdapter:
     def encode_rows(cls, model: Any, X: np.ndarray) -> np.ndarray:
         """Rank codes of the float32 rows; the wrapper's ``missing`` value becomes NaN (XGBoost
         compares it with the float32 cast of each value)."""
-        state = parsed(model)
+        state = XGBoostAdapter.parsed(model)
         X = np.asarray(X, dtype=np.float64)
         if not math.isnan(state.missing):
             X = np.where(X.astype(np.float32) == np.float32(state.missing), np.nan, X)
