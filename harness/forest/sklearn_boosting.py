@@ -49,6 +49,7 @@ from harness.core.errors import BadInputError
 from harness.forest.boosted import boosted_fields
 from harness.forest.coding import ThresholdCoding
 from harness.forest.flat import FlatTree, as_float32_rows
+from harness.forest.sklearn import sklearn_routes_nan_as_fitted
 
 GB_TYPES = (GradientBoostingClassifier, GradientBoostingRegressor)
 HGB_TYPES = (HistGradientBoostingClassifier, HistGradientBoostingRegressor)
@@ -103,6 +104,8 @@ def boosted_describe(model, library: str, n_columns: int, n_trees: int, impurity
 def _predict_accepts_nan(model) -> bool:
     """Whether the model's own ``predict`` takes NaN (GradientBoosting's trees route it where
     its scikit-learn version lets the ensemble accept it; it raises ValueError otherwise)."""
+    if not sklearn_routes_nan_as_fitted():  # its trees, as a forest's (sklearn.py)
+        return False
     row = np.full((1, int(model.n_features_in_)), np.nan)
     try:
         _quietly(model.predict, row)

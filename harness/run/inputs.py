@@ -273,8 +273,8 @@ def check_sample_weight(sample_weight: object, n_rows: int) -> np.ndarray | None
 def check_X(model: object, X: object, feature_names: Sequence[str] | None = None
             ) -> tuple[np.ndarray, list[str]]:
     """Validate the rows to explain: names in fit order, 2-D, right width, finite numbers
-    or NaN where the model routes missing values (``ForestView.routes_missing``: its own
-    ``predict`` accepts NaN); never infinite.
+    or NaN where the model routes missing values (``ForestView.routes_missing``); never
+    infinite.
 
     Returns X as float64 and the names of its columns in order.
     """
@@ -322,8 +322,9 @@ def _check_values(view, array: np.ndarray) -> None:
     if not view.routes_missing:
         raise BadInputError(
             f"X contains {n_nan} NaN cell{'s' if n_nan > 1 else ''}, but this {view.kind} "
-            f"({view.library}) does not route missing values (its own predict refuses NaN); "
-            f"expected {allowed}.")
+            f"({view.library}) does not route missing values as it was fitted (its predict "
+            f"refuses NaN, or, for scikit-learn before 1.8, sends a NaN elsewhere than fit "
+            f"did); expected {allowed}.")
 
 
 def validate_explain_inputs(

@@ -45,6 +45,8 @@ def compiled_during_explain(names: list[str]) -> dict[str, list[str]]:
     report = {}
     for name in names:
         method_class = registry.get_method_class(name)
+        if method_class.missing_packages():  # e.g. hidimstat, not installed at the floors
+            continue
         for task in method_class.tasks:
             forest, X, y = problems[task]
             method_class.prepare()
