@@ -1,5 +1,5 @@
-"""From a boosting library's node arrays to :class:`FlatTree`: what the XGBoost and LightGBM
-adapters share.
+"""From a boosting library's node arrays to :class:`FlatTree`: what the XGBoost, LightGBM and
+HistGradientBoosting adapters share.
 
 An adapter parses its library's own model dump into one :class:`RawTree` per tree (node ids as
 the library numbers them, root 0) and hands them to :func:`boosted_trees`, which
@@ -81,6 +81,29 @@ def _breadth_first(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     return np.concatenate(order)
 
 
+def node_means(left: np.ndarray, right: np.ndarray, cover: np.ndarray,
+               leaf_value: np.ndarray) -> np.ndarray:
+    """Node values with each internal node the cover-weighted mean of its children
+    (``(v_L c_L + v_R c_R) / c_t``, XGBoost's ``FillNodeMeanValues``; shap's
+    ``compute_expectations`` divides by ``c_L + c_R``, the same where covers add up); children
+    ids exceed the parent's. Leaves keep ``leaf_value``."""
+    mean = np.array(leaf_value, dtype=np.float64)
+    for t in np.flatnonzero(left >= 0)[::-1]:
+        lo, hi = left[t], right[t]
+        mean[t] = ((mean[lo] * cover[lo] + mean[hi] * cover[hi]) / cover[t] if cover[t] > 0
+                   else 0.0)
+    return mean
+
+
+def boosted_values(node_value: np.ndarray, column: int, base: np.ndarray,
+                   scale: float) -> np.ndarray:
+    """(n_nodes, n_values) values of one summed tree in the view's convention: ``base``
+    everywhere, plus ``scale * node_value`` in the tree's own output ``column``."""
+    value = np.tile(np.asarray(base, dtype=np.float64), (np.size(node_value), 1))
+    value[:, column] += scale * np.asarray(node_value, dtype=np.float64)
+    return value
+
+
 def boosted_tree(raw: RawTree, coding: ThresholdCoding, n_values: int, scale: float,
                  base: np.ndarray) -> FlatTree:
     """One :class:`FlatTree` in the view's conventions (see the module docstring).
@@ -111,19 +134,15 @@ def boosted_tree(raw: RawTree, coding: ThresholdCoding, n_values: int, scale: fl
     gain = np.where(is_leaf, 0.0, raw.gain[order]).astype(np.float64)
 
     # children have larger ids: one reverse sweep fills every subtree quantity
-    mean = np.where(is_leaf, raw.leaf_value[order], 0.0).astype(np.float64)
+    mean = node_means(left, right, cover, np.where(is_leaf, raw.leaf_value[order], 0.0))
     gain_below = gain.copy()
     for t in inner[::-1]:
-        lo, hi = left[t], right[t]
-        mean[t] = ((mean[lo] * cover[lo] + mean[hi] * cover[hi]) / cover[t] if cover[t] > 0
-                   else 0.0)
-        gain_below[t] += gain_below[lo] + gain_below[hi]
+        gain_below[t] += gain_below[left[t]] + gain_below[right[t]]
     # w_t i_t - w_L i_L - w_R i_R = w_0 * gain_t, so tree_mdi (divided by w_0) sums the gains
     impurity = np.divide(cover[0] * gain_below, cover, out=np.zeros(order.size),
                          where=cover > 0)
 
-    value = np.tile(np.asarray(base, dtype=np.float64), (order.size, 1))
-    value[:, raw.column] += scale * mean
+    value = boosted_values(mean, raw.column, base, scale)
     depth = np.zeros(order.size, dtype=np.int64)
     for t in inner:
         depth[left[t]] = depth[right[t]] = depth[t] + 1
@@ -170,8 +189,9 @@ class ParsedModel:
 
 class ParsedBoosterAdapter:
     """Base of the adapters that parse a library's model dump once per fitted model
-    (XGBoost, LightGBM): ``check``, ``describe`` and ``flat_trees`` read the parsed dump,
-    which a refit (a new ``trees_signature``) parses again. A subclass sets ``library``,
+    (XGBoost, LightGBM, HistGradientBoosting): ``check``, ``describe`` and ``flat_trees``
+    read the parsed dump, which a refit (a new ``trees_signature``) parses again. A subclass
+    sets ``library``,
     ``description`` and ``no_inbag`` and implements ``accepts``, ``parse``,
     ``trees_signature``, ``predict_output`` and ``encode_rows``."""
 

@@ -9,9 +9,11 @@ in the others, where ``leaf_t`` is the leaf value as the model adds it (learning
 included). Binary classifiers have one output column, the margin (log-odds) of
 ``classes_[1]``; the link (logistic, softmax) maps the view's output to ``predict_proba``.
 
-Internal node values are set to the cover-weighted means of their children, as shap's
-``TreeExplainer`` does (``compute_expectations``): scikit-learn stores the unshrunk mean
-residual there, which no prediction uses. Only the leaf values enter the model's output.
+Internal node values are set to the cover-weighted means of their children
+(:func:`harness.forest.boosted.node_means`, as shap's ``TreeExplainer`` does): scikit-learn
+stores the unshrunk mean residual there, which no prediction uses. Only the leaf values enter
+the model's output. HistGradientBoosting's predictors are read through
+:mod:`harness.forest.boosted`, as XGBoost's and LightGBM's trees are.
 
 - ``GradientBoosting{Classifier,Regressor}`` (scikit-learn ``sklearn/ensemble/_gb.py``):
   ``estimators_`` is an (n_iter, K) array of ``DecisionTreeRegressor``; the model adds
@@ -34,7 +36,6 @@ residual there, which no prediction uses. Only the leaf values enter the model's
 from __future__ import annotations
 
 import warnings
-import weakref
 
 import numpy as np
 from sklearn.dummy import DummyClassifier, DummyRegressor
@@ -46,8 +47,16 @@ from sklearn.ensemble import (
 )
 
 from harness.core.errors import BadInputError
-from harness.forest.boosted import boosted_fields
-from harness.forest.coding import ThresholdCoding
+from harness.forest.boosted import (
+    ParsedBoosterAdapter,
+    ParsedModel,
+    RawTree,
+    boosted_fields,
+    boosted_trees,
+    boosted_values,
+    node_means,
+    threshold_coding,
+)
 from harness.forest.flat import FlatTree, as_float32_rows
 from harness.forest.sklearn import sklearn_routes_nan_as_fitted
 
@@ -112,49 +121,6 @@ def _predict_accepts_nan(model) -> bool:
     except ValueError:
         return False
     return True
-
-
-def parent_first(left: np.ndarray, right: np.ndarray) -> np.ndarray | None:
-    """None if every child id exceeds its parent's; else the breadth-first order of the nodes
-    (old ids, new id = position), which has that property."""
-    internal = np.flatnonzero(left >= 0)
-    if np.all(left[internal] > internal) and np.all(right[internal] > internal):
-        return None
-    order, k = [0], 0
-    while k < len(order):
-        node = order[k]
-        if left[node] >= 0:
-            order.extend((int(left[node]), int(right[node])))
-        k += 1
-    return np.asarray(order, dtype=np.int64)
-
-
-def expectations(left: np.ndarray, right: np.ndarray, cover: np.ndarray,
-                 leaf_value: np.ndarray) -> np.ndarray:
-    """Node values with each internal node the cover-weighted mean of its children (shap's
-    ``compute_expectations``, ``shap/cext/tree_shap.h``); children ids exceed the parent's."""
-    value = np.array(leaf_value, dtype=np.float64)
-    for node in np.flatnonzero(left >= 0)[::-1]:
-        wl, wr = cover[left[node]], cover[right[node]]
-        total = wl + wr
-        value[node] = ((wl * value[left[node]] + wr * value[right[node]]) / total
-                       if total > 0 else 0.5 * (value[left[node]] + value[right[node]]))
-    return value
-
-
-def boosted_values(leaf_value: np.ndarray, column: int, base: np.ndarray,
-                   n_trees: int) -> np.ndarray:
-    """(n_nodes, K) values of one boosted tree in the view's convention (module docstring)."""
-    value = np.tile(np.asarray(base, dtype=np.float64), (leaf_value.size, 1))
-    value[:, column] += n_trees * leaf_value
-    return value
-
-
-def _max_depth(left: np.ndarray, right: np.ndarray) -> int:
-    depth = np.zeros(left.size, dtype=np.int64)
-    for node in np.flatnonzero(left >= 0):  # parents before children
-        depth[left[node]] = depth[right[node]] = depth[node] + 1
-    return int(depth.max())
 
 
 # ---------------------------------------------------------------- GradientBoosting
@@ -224,7 +190,7 @@ class GradientBoostingAdapter:
                     left=left, right=right, feature=np.asarray(tree.feature, dtype=np.int64),
                     threshold=np.asarray(tree.threshold, dtype=np.float64),
                     impurity=np.asarray(tree.impurity, dtype=np.float64), weighted_n=cover,
-                    value=boosted_values(expectations(left, right, cover, leaf), column, base,
+                    value=boosted_values(node_means(left, right, cover, leaf), column, base,
                                          n_trees),
                     max_depth=int(tree.max_depth),
                 ))
@@ -266,42 +232,30 @@ def _feature_name(model, j: int) -> str:
     return f"{names[j]!r} (column {j})" if names is not None else f"column {j}"
 
 
-_CODINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def _hgb_raw_trees(model) -> list[RawTree]:
+    """Every predictor's nodes as a :class:`RawTree` (leaf values include the shrinkage,
+    covers are the node counts shap reads, NaN goes to ``missing_go_to_left``)."""
+    n_columns = int(model.n_trees_per_iteration_)
+    raws = []
+    for t, nodes in enumerate(_hgb_nodes(model)):
+        leaf = nodes["is_leaf"] == 1
+        raws.append(RawTree(
+            left=np.where(leaf, -1, nodes["left"].astype(np.int64)),
+            right=np.where(leaf, -1, nodes["right"].astype(np.int64)),
+            feature=nodes["feature_idx"].astype(np.int64),
+            threshold=nodes["num_threshold"].astype(np.float64),
+            leaf_value=nodes["value"].astype(np.float64), cover=nodes["count"].astype(float),
+            gain=nodes["gain"].astype(np.float64),
+            missing_left=(nodes["missing_go_to_left"] == 1) & ~leaf, column=t % n_columns))
+    return raws
 
 
-def hgb_coding(model) -> ThresholdCoding:
-    """The rank coding of every split threshold of the model (built once per fitted model)."""
-    signature = HistGradientBoostingAdapter.trees_signature(model)
-    cached = _CODINGS.get(model)
-    if cached is not None and cached[0] == signature:
-        return cached[1]
-    nodes = np.concatenate(_hgb_nodes(model))
-    split = nodes["is_leaf"] == 0
-    coding = ThresholdCoding.from_splits(
-        int(model.n_features_in_), nodes["feature_idx"][split], nodes["num_threshold"][split],
-        rule="<=", precision="float64")  # TreePredictor.predict: X float64, x <= t
-    _CODINGS[model] = (signature, coding)
-    return coding
-
-
-def gain_impurities(left: np.ndarray, right: np.ndarray, cover: np.ndarray,
-                    gain: np.ndarray) -> np.ndarray:
-    """Pseudo-impurities i(t) with w_t i(t) − w_l i(l) − w_r i(r) = gain_t · w_root at every
-    split and i = 0 at leaves, so that :func:`harness.forest.flat.tree_mdi` gives the sum of
-    the split gains per feature (children ids exceed the parent's)."""
-    impurity = np.zeros(left.size)
-    for node in np.flatnonzero(left >= 0)[::-1]:
-        if cover[node] > 0:
-            impurity[node] = (gain[node] * cover[0] + cover[left[node]] * impurity[left[node]]
-                              + cover[right[node]] * impurity[right[node]]) / cover[node]
-    return impurity
-
-
-class HistGradientBoostingAdapter:
+class HistGradientBoostingAdapter(ParsedBoosterAdapter):
     """Reads fitted scikit-learn HistGradientBoostingClassifier / ...Regressor."""
 
     library = "scikit-learn"
     description = "scikit-learn " + ", ".join(cls.__name__ for cls in HGB_TYPES)
+    no_inbag = "it grows every tree on all its training rows"
 
     @classmethod
     def accepts(cls, model) -> bool:
@@ -324,55 +278,22 @@ class HistGradientBoostingAdapter:
                 "splits send a set of categories left, which the forest view (threshold "
                 "splits only) cannot represent. Refit with categorical_features=None (e.g. "
                 "one-hot or ordinal-encode the columns first).")
+        cls.parsed(model)
 
     @classmethod
-    def describe(cls, model) -> dict:
+    def parse(cls, model, signature: tuple) -> ParsedModel:
+        """The predictors' trees, rank-coded: ``TreePredictor.predict`` compares float64
+        rows with ``x <= t``."""
         n_columns = int(model.n_trees_per_iteration_)
-        return boosted_describe(model, cls.library, n_columns,
-                                len(model._predictors) * n_columns,
-                                "gain (split gains of the boosting objective, summed)",
-                                frozenset(), routes_missing=True)
-
-    @classmethod
-    def flat_trees(cls, model) -> list[FlatTree]:
-        n_columns = int(model.n_trees_per_iteration_)
+        raws = _hgb_raw_trees(model)
+        coding = threshold_coding(raws, int(model.n_features_in_), rule="<=",
+                                  precision="float64")
         base = np.asarray(model._baseline_prediction, dtype=np.float64).ravel()
-        coding = hgb_coding(model)
-        all_nodes = _hgb_nodes(model)
-        n_trees = len(all_nodes)
-        trees = []
-        for t, nodes in enumerate(all_nodes):
-            leaf_node = nodes["is_leaf"] == 1
-            left = np.where(leaf_node, -1, nodes["left"].astype(np.int64))
-            right = np.where(leaf_node, -1, nodes["right"].astype(np.int64))
-            order = parent_first(left, right)
-            if order is not None:  # renumber breadth-first: children after parents
-                new_id = np.empty(order.size, dtype=np.int64)
-                new_id[order] = np.arange(order.size)
-                nodes, leaf_node = nodes[order], leaf_node[order]
-                left = np.where(leaf_node, -1, new_id[left[order]])
-                right = np.where(leaf_node, -1, new_id[right[order]])
-            feature = np.where(leaf_node, -2, nodes["feature_idx"].astype(np.int64))
-            threshold = np.where(
-                leaf_node, -2.0,
-                coding.code_thresholds(np.maximum(feature, 0), nodes["num_threshold"]))
-            cover = nodes["count"].astype(np.float64)
-            leaf_value = np.where(leaf_node, nodes["value"], 0.0)  # shrinkage included
-            trees.append(FlatTree(
-                left=left, right=right, feature=feature, threshold=threshold,
-                impurity=gain_impurities(left, right, cover, nodes["gain"]),
-                weighted_n=cover,
-                value=boosted_values(expectations(left, right, cover, leaf_value),
-                                     t % n_columns, base, n_trees),
-                max_depth=_max_depth(left, right),
-                missing_left=(nodes["missing_go_to_left"] == 1) & ~leaf_node,
-            ))
-        return trees
-
-    @classmethod
-    def inbag_counts(cls, model) -> np.ndarray:
-        raise BadInputError(f"A {type(model).__name__} grows every tree on all its training "
-                            "rows; the OOB methods do not apply.")
+        trees = boosted_trees(raws, coding, n_columns, scale=float(len(raws)), base=base)
+        describe = boosted_describe(model, cls.library, n_columns, len(raws),
+                                    "gain (split gains of the boosting objective, summed)",
+                                    frozenset(), routes_missing=True)
+        return ParsedModel(signature, describe, trees, coding)
 
     @classmethod
     def trees_signature(cls, model) -> tuple:
@@ -389,4 +310,4 @@ class HistGradientBoostingAdapter:
     def encode_rows(cls, model, X: np.ndarray) -> np.ndarray:
         """Each value's rank among its feature's float64 thresholds; NaN stays NaN (routed by
         ``missing_left``, as ``TreePredictor.predict`` routes it)."""
-        return hgb_coding(model).encode(np.asarray(X, dtype=np.float64))
+        return cls.parsed(model).coding.encode(np.asarray(X, dtype=np.float64))
