@@ -32,7 +32,7 @@ class MDABreimanCutler(OOBMethod):
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         inputs = self.oob_inputs(model, data)
-        loss = self.loss(data.task)
+        loss = self.forest_loss(model, data.task)
         increase, _ = self.permutation_pass(inputs, loss, rng, ensemble=False)
         grown = inputs.inbag.oob.any(axis=0)  # a tree without OOB row cannot be scored
         increase = increase[grown]

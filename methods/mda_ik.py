@@ -30,7 +30,7 @@ class MDAIshwaranKogalur(OOBMethod):
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         inputs = self.oob_inputs(model, data)
-        loss = self.loss(data.task)
+        loss = self.forest_loss(model, data.task)
         _, shift = self.permutation_pass(inputs, loss, rng, ensemble=True)
         prediction, n_oob = oob_predictions(inputs.view, data.X)
         increase = row_loss_increases(loss.code, inputs.targets, prediction, shift, n_oob,

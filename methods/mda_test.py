@@ -44,9 +44,7 @@ class MDATrainTest(LossMethod):
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         view = forest_view(model)
         forest = view.packed
-        # a boosted classifier's output is its margins: score them through its link, as
-        # predict_proba on the permuted rows would be scored
-        loss = self.loss(data.task).linked(view.link)
+        loss = self.forest_loss(model, data.task)
         X32 = view.rows(data.X)
         targets = target_codes(view.classes, data.y)
         seed = draw_seed(rng)

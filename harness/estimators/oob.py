@@ -41,7 +41,13 @@ class LossMethod(Method):
         return reason
 
     def loss(self, task: str) -> Loss:
+        """The loss of the method's parameters, for a model's own predictions."""
         return resolve_loss(self.params["loss"], task)
+
+    def forest_loss(self, model: Any, task: str) -> Loss:
+        """The loss for the forest view's outputs, which the kernels score: through the view's
+        link, so that a boosted classifier's margins are scored as its ``predict_proba``."""
+        return self.loss(task).linked(forest_view(model).link)
 
 
 @dataclass
