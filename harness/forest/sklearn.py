@@ -74,8 +74,9 @@ def flatten_tree(estimator, classifier: bool) -> FlatTree:
     )
 
 
-def _quietly(call, X):
-    # a forest fitted on a DataFrame warns about plain arrays; the columns were checked already
+def quietly(call, X):
+    """``call(X)`` without the warning of a model fitted on a DataFrame about plain arrays
+    (the columns were checked already)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="X does not have valid feature names")
         return call(X)
@@ -84,7 +85,7 @@ def _quietly(call, X):
 def predict_output(model, X: np.ndarray) -> np.ndarray:
     """``predict_proba`` for classifiers, ``predict`` for regressors."""
     classifier = hasattr(model, "classes_")
-    return _quietly(model.predict_proba if classifier else model.predict, X)
+    return quietly(model.predict_proba if classifier else model.predict, X)
 
 
 #: From this version on, a scikit-learn tree routes a missing value at predict where fit sent
@@ -117,7 +118,7 @@ def predict_accepts_nan(model) -> bool:
     tree = fitted_trees(model)[0]
     row = np.full((1, int(model.n_features_in_)), np.nan, dtype=np.float32)
     try:
-        _quietly(tree.predict, row)
+        quietly(tree.predict, row)
     except ValueError:
         return False
     return getattr(tree.tree_, "missing_go_to_left", None) is not None

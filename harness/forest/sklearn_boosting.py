@@ -35,8 +35,6 @@ the model's output. HistGradientBoosting's predictors are read through
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from sklearn.dummy import DummyClassifier, DummyRegressor
 from sklearn.ensemble import (
@@ -58,7 +56,7 @@ from harness.forest.boosted import (
     threshold_coding,
 )
 from harness.forest.flat import FlatTree, as_float32_rows
-from harness.forest.sklearn import sklearn_routes_nan_as_fitted
+from harness.forest.sklearn import quietly, sklearn_routes_nan_as_fitted
 
 GB_TYPES = (GradientBoostingClassifier, GradientBoostingRegressor)
 HGB_TYPES = (HistGradientBoostingClassifier, HistGradientBoostingRegressor)
@@ -72,13 +70,6 @@ HGB_LOSSES = {"classification": ("log_loss",),
 #: DummyClassifier strategies whose predict_proba is the same on every row ("stratified"
 #: draws a random class per row)
 CONSTANT_DUMMY_STRATEGIES = ("prior", "most_frequent", "uniform", "constant")
-
-
-def _quietly(call, X):
-    # a model fitted on a DataFrame warns about plain arrays; the columns were checked already
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="X does not have valid feature names")
-        return call(X)
 
 
 def _is_classifier(model) -> bool:
@@ -117,7 +108,7 @@ def _predict_accepts_nan(model) -> bool:
         return False
     row = np.full((1, int(model.n_features_in_)), np.nan)
     try:
-        _quietly(model.predict, row)
+        quietly(model.predict, row)
     except ValueError:
         return False
     return True
@@ -210,8 +201,8 @@ class GradientBoostingAdapter:
         """``decision_function`` as (n, K) for classifiers (the margin the view explains),
         ``predict`` for regressors."""
         if _is_classifier(model):
-            return _quietly(model.decision_function, X).reshape(len(X), -1)
-        return _quietly(model.predict, X)
+            return quietly(model.decision_function, X).reshape(len(X), -1)
+        return quietly(model.predict, X)
 
     @classmethod
     def encode_rows(cls, model, X: np.ndarray) -> np.ndarray:
@@ -303,8 +294,8 @@ class HistGradientBoostingAdapter(ParsedBoosterAdapter):
     def predict_output(cls, model, X: np.ndarray) -> np.ndarray:
         """``decision_function`` as (n, K) for classifiers, ``predict`` for regressors."""
         if _is_classifier(model):
-            return _quietly(model.decision_function, X).reshape(len(X), -1)
-        return _quietly(model.predict, X)
+            return quietly(model.decision_function, X).reshape(len(X), -1)
+        return quietly(model.predict, X)
 
     @classmethod
     def encode_rows(cls, model, X: np.ndarray) -> np.ndarray:
