@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -72,13 +73,14 @@ class RunResults:
         """values, std, base_values and sample_index of one cell."""
         return self.store.cell_arrays(key)
 
+    @cached_property
+    def _row_of_key(self) -> dict[str, int]:
+        # built once: a scan of the table per cell made every report quadratic in the cells
+        return {key: row for row, key in enumerate(self.cells["key"])}
+
     def _row(self, key: str) -> pd.Series:
-        """The ``cells`` row of ``key``, found through an index built once (a scan of the
-        table per cell made every report quadratic in the number of cells)."""
-        if "row_of_key" not in self._derived:
-            self._derived["row_of_key"] = pd.Series(np.arange(len(self.cells)),
-                                                    index=self.cells["key"].to_numpy())
-        return self.cells.iloc[int(self._derived["row_of_key"][key])]
+        """The ``cells`` row of ``key``."""
+        return self.cells.iloc[self._row_of_key[key]]
 
     def feature_names(self, key: str) -> list[str]:
         return json.loads(self._row(key)["feature_names"])
