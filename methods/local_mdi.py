@@ -17,6 +17,8 @@ class LocalMDI(Method):
     credited to the feature split on. Class-agnostic (one vector per sample). Identities:
     Σ_m Imp(X_m, x) = mean_T [i(root) - i(leaf_T(x))], and the mean over the training rows is
     the global MDI (Eq. 9; with bootstrap, the in-bag-count-weighted mean per tree).
+    A multi-output regressor's node impurity is scikit-learn's multi-output one, the mean over
+    outputs of each output's impurity, so its local MDI (and its unit) is of that mean.
     Cost: one compiled walk of each row's path per tree, about one ``predict``
     (:func:`harness.kernels.paths.local_mdi_paths`).
     """
@@ -25,6 +27,7 @@ class LocalMDI(Method):
     model_needs = ("node_impurity",)
     scope = "local"
     family = "mdi"
+    multi_output = True  # of the impurity the trees were grown with (see above)
     summary = "local MDI (Sutera et al. 2021, Eq. 8), impurity units per sample"
     parameters = {}
 

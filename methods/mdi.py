@@ -27,6 +27,7 @@ class MDI(Method):
     name = "mdi"
     scope = "global"
     family = "mdi"
+    multi_output = True  # of the multi-output impurity the trees were grown with
     summary = "global MDI (Louppe et al. 2013, Eq. 1), impurity units"
     # a sum of weighted impurity decreases, each >= 0 (also in the normalised form)
     value_range = (0.0, None)

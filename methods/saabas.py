@@ -10,6 +10,7 @@ from harness.core.outputs import (
     OUTPUT_UNITS,
     check_output,
     explains_of,
+    regression_explains,
     select_output,
 )
 from harness.core.types import Importances
@@ -24,7 +25,8 @@ class Saabas(Method):
     bias + Σ_j φ_j(x) equals the forest's ``predict_proba``/``predict`` exactly. Equals
     shap's ``TreeExplainer.shap_values(X, approximate=True)``. Classifiers explain the
     predicted-class probability by default (Sutera et al. 2021); see ``output``. Boosted
-    classifiers are explained in their margin (raw score; :mod:`harness.core.outputs`). Cost: about
+    classifiers are explained in their margin (raw score; :mod:`harness.core.outputs`), a
+    multi-output regressor's outputs all at once or one by index. Cost: about
     one ``predict`` (:func:`harness.kernels.paths.saabas_paths`); a single class is
     accumulated as scalars, all classes as one vector per path edge.
     """
@@ -32,6 +34,7 @@ class Saabas(Method):
     name = "saabas"
     scope = "local"
     family = "path contributions"
+    multi_output = True
     summary = "Saabas path contributions; bias + Σ = prediction"
     parameters = {"output": OUTPUT_PARAM}
 
@@ -50,6 +53,8 @@ class Saabas(Method):
         output = self.params["output"]
         n = data.X.shape[0]
         X32 = view.rows(data.X)  # in the coding of the trees' thresholds
+        if view.multi_output:  # packed as several columns (ForestView.packed)
+            return self._multi_output(view, X32, output, data)
         if not view.classifier:
             values, _, base = saabas_paths(forest, X32)
             return Importances(
@@ -75,4 +80,20 @@ class Saabas(Method):
         return Importances(
             values=values, scope="local", feature_names=data.feature_names,
             unit=OUTPUT_UNITS[unit], explains=explains, base_values=base,
+        )
+
+    @staticmethod
+    def _multi_output(view, X32: np.ndarray, output, data: ExplainData) -> Importances:
+        """A multi-output regressor: one output's column, or every output (the classifiers'
+        one-class and every-class walks, :func:`saabas_paths`)."""
+        n_outputs = view.n_outputs
+        if isinstance(output, int):  # an index below n_outputs (skip() checked it)
+            values, _, base = saabas_paths(view.paths, X32, output)
+        else:
+            values, _, bias = saabas_paths(view.paths, X32, -2)
+            base = np.broadcast_to(bias, (X32.shape[0], n_outputs)).copy()
+        explains = regression_explains(output, n_outputs)
+        return Importances(
+            values=values, scope="local", feature_names=data.feature_names,
+            unit="prediction", explains=explains, base_values=base,
         )

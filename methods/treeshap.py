@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from harness.core.method import ExplainData, Method
-from harness.core.outputs import OUTPUT_PARAM, OUTPUT_UNITS, check_output, select_output
+from harness.core.outputs import (
+    OUTPUT_PARAM,
+    OUTPUT_UNITS,
+    check_output,
+    select_output,
+    select_regression_output,
+)
 from harness.core.params import Interval, Options, Param
 from harness.core.types import Importances
 from harness.forest.view import forest_view, predict_output
@@ -33,13 +39,15 @@ class TreeSHAP(Method):
     matches brute-force Shapley values of ``model.predict`` to 1e-13.
     ``backend="shap"`` forces shap for both. base + Σ_j φ_j(x) = prediction; classifiers
     explain the predicted-class probability by default (Sutera et al. 2021), boosted
-    classifiers their margin (raw score; :mod:`harness.core.outputs`).
+    classifiers their margin (raw score; :mod:`harness.core.outputs`); a multi-output
+    regressor's outputs are explained all at once (default) or one by index.
     """
 
     name = "treeshap"
     scope = "local"
     family = "shapley"
     requires = ("shap",)
+    multi_output = True
     summary = "TreeSHAP, path-dependent or interventional (float64 kernels, or shap)"
     parameters = {
         "perturbation": Param(
@@ -97,6 +105,13 @@ class TreeSHAP(Method):
         phi = phi.reshape(n, X.shape[1], -1)
         base = np.broadcast_to(expected, (n, expected.size))
         extra = {"n_background": 0 if background is None else int(background.shape[0])}
+        if view.multi_output:  # one column per output, like a classifier's classes
+            values, base, explains = select_regression_output(
+                phi, base, self.params["output"], view.n_outputs)
+            return Importances(
+                values=values, scope="local", feature_names=data.feature_names,
+                unit="prediction", explains=explains, base_values=np.array(base), extra=extra,
+            )
         if not view.classifier:
             return Importances(
                 values=phi[:, :, 0], scope="local", feature_names=data.feature_names,

@@ -34,7 +34,8 @@ class ExplainData:
     against the model's names wherever both sides have names); ``y`` is None (for methods
     that do not need it), n finite float64 values for a regressor, or n labels among
     ``model.classes_`` (in its dtype) for a classifier; ``sample_weight`` is None or n
-    finite, non-negative float64 values with a positive sum.
+    finite, non-negative float64 values with a positive sum. ``n_outputs`` is the model's
+    number of outputs (k > 1 for a multi-output regressor, whose ``y`` is then (n, k)).
     """
 
     X: np.ndarray
@@ -44,6 +45,7 @@ class ExplainData:
     sample_weight: np.ndarray | None = None  # probabilities of an explicit distribution
     #: Optional callback that sampling methods call with their estimated progress in [0, 1].
     progress: Callable[[float], None] | None = None
+    n_outputs: int = 1
 
 
 #: What a method may need from a model beyond its splits and leaf values, and which models
@@ -69,6 +71,8 @@ class Method:
     #: Keys of :data:`MODEL_CAPABILITIES` the method needs from the model.
     model_needs: ClassVar[tuple[str, ...]] = ()
     needs_y: ClassVar[bool] = False
+    #: Whether the method explains multi-output regressors exactly (else it skips them).
+    multi_output: ClassVar[bool] = False
     #: Which rows the runner gives the method: None for the run's ``explain_on`` rows (capped
     #: by ``max_explain``), "train" for every training row in fit order (the OOB methods),
     #: "test" for every held-out row.
@@ -126,6 +130,10 @@ class Method:
         """Reason not to run on this cell, or None. Subclasses extend; call super()."""
         if data.task not in self.tasks:
             return f"{self.name} supports {', '.join(self.tasks)} only; this is {data.task}."
+        if data.n_outputs > 1 and not self.multi_output:
+            return (f"{self.name} explains single-output models only (its estimate is "
+                    f"defined for one output); this is a multi-output model with "
+                    f"{data.n_outputs} outputs: fit one model per output to use it.")
         if self.needs_y and data.y is None:
             return f"{self.name} needs the targets y of the explained rows; none were given."
         return None

@@ -1,4 +1,5 @@
-"""Which output of a classifier an additive local decomposition explains.
+"""Which output of a classifier (or of a multi-output regressor) an additive local
+decomposition explains.
 
 Sutera et al. 2021 (Sec. 6) decompose the probability of the predicted class; the DESIGN makes
 that the default and offers every class or one fixed class as parameters.
@@ -8,6 +9,12 @@ A boosted classifier is explained in its margin (raw score before the link; the 
 its second class, which every ``output`` explains (``output=0`` explains the log-odds of the
 first class, its negation); a multi-class one has one margin per class, and the predicted
 class is the argmax of the margins (the argmax of the softmax probabilities).
+
+A multi-output regressor (scikit-learn, y of shape (n, k)) has k prediction columns: an index
+explains one output's prediction, and every other value of ``output`` (the default included:
+a regression has no predicted class) explains all k at once, values (n, p, k) and base values
+(n, k), as ``"all_classes"`` does for a classifier (:func:`select_regression_output`). A
+single-output regressor has one prediction, which every ``output`` explains.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ from harness.core.params import Interval, Options, Param
 OUTPUT_PARAM = Param(
     "predicted_class",
     (Options({"predicted_class", "all_classes"}), Interval(int, 0, None, "left")),
-    "classifiers: 'predicted_class' (Sutera et al. 2021), 'all_classes', or a class index",
+    "classifiers: 'predicted_class' (Sutera et al. 2021), 'all_classes', or a class index; "
+    "multi-output regressors: an output index, else all outputs",
 )
 
 #: ``Importances.unit`` of a local decomposition, by the forest view's ``output_unit``
@@ -87,10 +95,42 @@ def select_output(
     return values[:, :, output], base[:, output], explains
 
 
-def check_output(output, model) -> str | None:
-    """Reason to skip when ``output`` is a class index the classifier does not have.
+def regression_explains(output, n_outputs: int) -> str:
+    """What a decomposition of a multi-output regressor's ``output`` explains."""
+    if isinstance(output, int):
+        return f"prediction of output {output} (of {n_outputs})"
+    return f"predictions of all {n_outputs} outputs"
 
-    ``model`` is a forest view (its ``classes``) or a model with ``classes_``."""
+
+def select_regression_output(
+    values: np.ndarray, base: np.ndarray, output, n_outputs: int,
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """Reduce a multi-output regressor's (n, p, k) contributions and (n, k) base values to
+    ``output``: an output index (values (n, p), base (n,)), or all outputs (anything else).
+
+    Raises
+    ------
+    ValueError
+        If ``output`` is an index the model does not have.
+    """
+    if isinstance(output, int) and output >= n_outputs:
+        raise ValueError(f"output={output} is not an output index of this model: it has "
+                         f"{n_outputs} outputs (indices 0..{n_outputs - 1}).")
+    explains = regression_explains(output, n_outputs)
+    if isinstance(output, int):
+        return values[:, :, output], base[:, output], explains
+    return values, base, explains
+
+
+def check_output(output, model) -> str | None:
+    """Reason to skip when ``output`` is a class index the classifier does not have, or an
+    output index a multi-output regressor does not have.
+
+    ``model`` is a forest view (its ``classes``, ``n_outputs``) or a model with ``classes_``."""
+    n_outputs = getattr(model, "n_outputs", 1)
+    if n_outputs > 1 and isinstance(output, int) and output >= n_outputs:
+        return (f"output={output} is not an output index: the model has {n_outputs} outputs "
+                f"(indices 0..{n_outputs - 1}).")
     classes = getattr(model, "classes", None)
     if classes is None:
         classes = getattr(model, "classes_", None)

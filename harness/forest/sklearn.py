@@ -52,13 +52,17 @@ def fitted_trees(model) -> list:
 
 
 def flatten_tree(estimator, classifier: bool) -> FlatTree:
-    """Copy the arrays of one fitted scikit-learn tree into a :class:`FlatTree`."""
+    """Copy the arrays of one fitted scikit-learn tree into a :class:`FlatTree`.
+
+    A regressor's ``tree_.value`` is (n_nodes, n_outputs, 1): the node mean of each output,
+    which becomes one value column per output (one column for a single-output regressor).
+    """
     tree = estimator.tree_
     if classifier:
         value = np.asarray(tree.value[:, 0, :], dtype=float)
         value = value / value.sum(axis=1, keepdims=True)
     else:
-        value = np.asarray(tree.value[:, 0, :1], dtype=float)
+        value = np.asarray(tree.value[:, :, 0], dtype=float)
     # scikit-learn < 1.3 has no missing-value routing (and its predict refuses NaN)
     missing = getattr(tree, "missing_go_to_left", None)
     return FlatTree(
@@ -136,13 +140,21 @@ IMPURITY_UNITS = {
 
 
 def impurity_unit(model) -> str:
-    """Unit of the forest's node impurities (scikit-learn's entropy is in bits)."""
-    return IMPURITY_UNITS.get(str(model.criterion), str(model.criterion))
+    """Unit of the forest's node impurities (scikit-learn's entropy is in bits).
+
+    A multi-output regressor's node impurity is the mean over its outputs of each output's
+    impurity (every regression criterion of scikit-learn's ``_criterion.pyx`` divides its sum
+    over outputs by ``n_outputs`` in ``node_impurity``), and the unit says so.
+    """
+    unit = IMPURITY_UNITS.get(str(model.criterion), str(model.criterion))
+    n_outputs = int(getattr(model, "n_outputs_", 1))
+    return unit if n_outputs == 1 else f"{unit} (mean over {n_outputs} outputs)"
 
 
 class SklearnForestAdapter:
     """Reads fitted scikit-learn RandomForest/ExtraTrees and DecisionTree classifiers and
-    regressors."""
+    regressors, multi-output regressors included (one value column per output; multi-output
+    classifiers are refused)."""
 
     library = "scikit-learn"
     description = "scikit-learn " + ", ".join(cls.__name__ for cls in FOREST_TYPES + TREE_TYPES)
@@ -156,9 +168,16 @@ class SklearnForestAdapter:
         fitted = "tree_" if isinstance(model, TREE_TYPES) else "estimators_"
         if not hasattr(model, fitted):
             raise BadInputError(f"The {type(model).__name__} is not fitted; call fit() first.")
-        if getattr(model, "n_outputs_", 1) != 1:
+        n_outputs = int(getattr(model, "n_outputs_", 1))
+        if n_outputs != 1 and hasattr(model, "classes_"):
+            # one class-probability block per output, each with its own classes, and
+            # predict_proba a list of them: the view has one value row per node and one output
+            # space, which a multi-output classifier does not fit
             raise BadInputError(
-                f"Only single-output forests are supported; got n_outputs_={model.n_outputs_}."
+                f"Multi-output classifiers are not supported: this {type(model).__name__} has "
+                f"n_outputs_={n_outputs} outputs, each with its own classes (predict_proba "
+                f"returns one probability array per output). Multi-output regressors "
+                f"(y of shape (n, k)) are supported; fit one classifier per output instead."
             )
 
     @classmethod
@@ -169,6 +188,7 @@ class SklearnForestAdapter:
             "n_features": int(model.n_features_in_), "n_trees": len(fitted_trees(model)),
             "classes": np.asarray(model.classes_) if classifier else None,
             "impurity_unit": impurity_unit(model),
+            "n_outputs": int(getattr(model, "n_outputs_", 1)),
             "bootstrap": bool(getattr(model, "bootstrap", False)),
             "class_weighted": getattr(model, "class_weight", None) is not None,
             "output_unit": "probability" if classifier else "prediction",

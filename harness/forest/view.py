@@ -119,6 +119,10 @@ class ForestView:
     routes_missing : bool
         Whether the model's own ``predict`` accepts NaN in X (and routes it by each node's
         ``missing_left``); :func:`harness.run.inputs.check_X` allows NaN exactly then.
+    n_outputs : int
+        Outputs of a multi-output regressor (scikit-learn, y of shape (n, k)): its trees have
+        one value column per output and :meth:`output` is ``predict``, (n, k). 1 otherwise
+        (a classifier's value columns are its classes, not outputs).
     trees, packed, paths, inbag
         The derived forms, each built on first use (see the module docstring).
     """
@@ -139,6 +143,7 @@ class ForestView:
     _model: weakref.ref = field(repr=False)
     _signature: tuple = field(repr=False)
     routes_missing: bool = False
+    n_outputs: int = 1
 
     def _source(self) -> Any:
         model = self._model()
@@ -151,12 +156,23 @@ class ForestView:
         """Every tree as a :class:`~harness.forest.sklearn.FlatTree`."""
         return self._adapter.flat_trees(self._source())
 
+    @property
+    def multi_output(self) -> bool:
+        """Whether the model is a multi-output regressor (:attr:`n_outputs` > 1)."""
+        return self.n_outputs > 1
+
     @cached_property
     def packed(self) -> PackedForest:
-        """All trees as contiguous arrays, the form most kernels read."""
+        """All trees as contiguous arrays, the form most kernels read.
+
+        A multi-output regressor is packed with the ``classifier`` flag of the kernels, which
+        selects their several-column paths (every column, or one column per row): its outputs
+        are value columns exactly as a classifier's classes are, so the classifiers' kernels
+        explain them unchanged (the single-column regression paths read column 0 only).
+        """
         from harness.forest.packed import pack_trees
 
-        return pack_trees(self.trees, self.n_features, self.classifier)
+        return pack_trees(self.trees, self.n_features, self.classifier or self.multi_output)
 
     @cached_property
     def paths(self) -> PathForest:

@@ -201,24 +201,30 @@ def _numbers(values: object, name: str, allowed: str) -> np.ndarray:
 def check_y(model: object, y: object, n_rows: int) -> np.ndarray | None:
     """Validate the targets of the explained rows against the model.
 
-    A regressor's y must be ``n_rows`` finite numbers (returned as float64); a classifier's
-    labels must all be among ``model.classes_`` (returned in ``classes_``'s dtype, so that
-    the kernels' class lookups compare like with like).
+    A regressor's y must be ``n_rows`` finite numbers (returned as float64), or for a
+    multi-output regressor with k outputs, (``n_rows``, k) of them; a classifier's labels must
+    all be among ``model.classes_`` (returned in ``classes_``'s dtype, so that the kernels'
+    class lookups compare like with like).
     """
     if y is None:
         return None
     target = np.asarray(y)
-    if target.shape != (n_rows,):
-        raise BadInputError(f"y must have shape ({n_rows},) to match X; got {target.shape}.")
     view = forest_view(model)
+    expected = (n_rows,) if view.n_outputs == 1 else (n_rows, view.n_outputs)
+    if target.shape != expected:
+        outputs = ("" if view.n_outputs == 1 else
+                   f" (one column per output of this multi-output {view.kind})")
+        raise BadInputError(f"y must have shape {expected} to match X{outputs}; got "
+                            f"{target.shape}.")
     if view.classifier:
         return _check_labels(view.classes, target)
     allowed = "finite numbers for a regressor"
     values = _numbers(target, "y", allowed)
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
+        row = np.unravel_index(bad[0], values.shape)[0]
         raise BadInputError(f"y must be {allowed}; got {bad.size} NaN or infinite "
-                            f"value{'s' if bad.size > 1 else ''} (first at row {bad[0]}).")
+                            f"value{'s' if bad.size > 1 else ''} (first at row {row}).")
     return values
 
 
@@ -340,8 +346,9 @@ def validate_explain_inputs(
         Rows to explain; string column names are checked against the fit's
         (:func:`check_feature_names`). Finite, or NaN where the model routes missing values
         (:attr:`~harness.forest.view.ForestView.routes_missing`); never infinite.
-    y : array-like of shape (n,), optional
-        Finite numbers for a regressor; labels among ``model.classes_`` for a classifier.
+    y : array-like of shape (n,) or (n, k), optional
+        Finite numbers for a regressor ((n, k) for a multi-output regressor with k outputs);
+        labels among ``model.classes_`` for a classifier.
     sample_weight : array-like of shape (n,), optional
         Finite, non-negative, with a positive sum.
     seed : int
@@ -363,8 +370,9 @@ def validate_explain_inputs(
     check_seed(seed)
     array, names = check_X(model, X, feature_names)
     n_rows = array.shape[0]
+    view = forest_view(model)
     return ExplainData(
         X=array, y=check_y(model, y, n_rows), feature_names=names,
-        task="classification" if forest_view(model).classifier else "regression",
-        sample_weight=check_sample_weight(sample_weight, n_rows),
+        task="classification" if view.classifier else "regression",
+        sample_weight=check_sample_weight(sample_weight, n_rows), n_outputs=view.n_outputs,
     )
