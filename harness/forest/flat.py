@@ -23,9 +23,10 @@ class FlatTree:
     """One fitted tree as contiguous arrays (leaves have ``left == -1``).
 
     ``value`` is (n_nodes, n_values): class probabilities for classifiers (rows sum to one,
-    whatever scikit-learn version stored counts or fractions), the node mean for regressors;
-    for a boosted model, the tree's share of the margin in the view's convention (the model's
-    output is the *mean* over trees of their values; see :class:`harness.forest.view.ForestView`).
+    whatever scikit-learn version stored counts or fractions), the node mean for regressors
+    (one column per output of a multi-output regressor); for a boosted model, the tree's
+    share of the margin in the view's convention (the model's output is the *mean* over trees
+    of their values; see :class:`harness.forest.view.ForestView`).
 
     Routing (every kernel, every library): a row goes left at node t when
     ``x[feature[t]] <= threshold[t]`` or when ``x[feature[t]]`` is NaN and
