@@ -16,10 +16,15 @@ from sklearn.tree import DecisionTreeRegressor
 
 import harness
 from harness.core import registry
+from harness.core.dataset import DatasetSource
 from harness.core.errors import BadInputError, MethodSkipped
+from harness.core.types import Dataset
+from harness.forest.models import fit_model
 from harness.forest.view import forest_view
 from harness.run.inputs import validate_explain_inputs
 from harness.run.protocol import missing_capability
+from harness.run.results import RunResults
+from harness.run.runner import compare
 
 N_OUTPUTS = 3
 LOCAL = [("saabas", {}), ("treeshap", {}), ("treeshap", {"perturbation": "interventional"})]
@@ -190,3 +195,33 @@ def test_multi_output_classifiers_are_refused_with_the_reason():
     with pytest.raises(BadInputError, match="Multi-output classifiers are not supported.*"
                                             "Multi-output regressors .* are supported"):
         harness.explain("treeshap", model, X)
+
+
+class _MultiOutputData(DatasetSource):
+    """A multi-output regression dataset given to the runner as a plugin instance."""
+
+    name = "multi_output_test"
+    task = "regression"
+
+    def _load(self, params, seed: int) -> Dataset:
+        X, Y = _data(120, seed)
+        return Dataset(self.name, X, Y, "regression", [f"x{j}" for j in range(X.shape[1])])
+
+
+def test_the_runner_explains_multi_output_models_and_skips_the_rest(tmp_path):
+    spec = {"forest": "random_forest", "n_estimators": 8, "max_depth": 5}
+    summary = compare(datasets=[_MultiOutputData()], models=[spec],
+                      methods=["saabas", "treeshap[output=1]", "mda_test"], seeds=[0],
+                      out=tmp_path, executor="inprocess", reports=False)
+    assert (summary.done, summary.skipped, summary.error) == (2, 1, 0)
+    run = RunResults.open(tmp_path)
+    cells = run.cells.set_index("method_name")
+    assert "multi-output model with 3 outputs" in cells.loc["mda_test", "reason"]
+    dataset = _MultiOutputData().load(0)
+    prediction = fit_model(spec, dataset, seed=0).predict(dataset.X)  # the run's own fit
+    for method, column in (("saabas", slice(None)), ("treeshap", 1)):
+        stored = run.arrays(cells.loc[method, "key"])
+        rows = stored["sample_index"]
+        total = stored["values"].sum(axis=1) + stored["base_values"]
+        np.testing.assert_allclose(total, prediction[rows][:, column], rtol=0, atol=1e-12)
+    run.close()
