@@ -69,7 +69,7 @@ def explain(
         or those ``fit_model`` records), they must be the same names in fit order, as in
         scikit-learn; when only one side has names the columns are taken in fit order and a
         warning says so.
-    y : array-like of shape (n,), optional
+    y : array-like of shape (n,), or (n, k) for a regressor with k outputs, optional
         Targets of those rows, for methods that need them: finite numbers for a regressor,
         labels among ``model.classes_`` for a classifier.
     seed : int

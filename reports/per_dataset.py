@@ -48,7 +48,7 @@ MAX_BAR_FEATURES = 15
 MAX_SWARM_FEATURES = 12
 #: Local methods shown as a beeswarm, first present first (then any other, by name).
 LOCAL_PREFERENCE = ("treeshap", "saabas", "local_mdi")
-SUMMED_OVER_CLASSES = "|value| summed over the classes"
+SUMMED_OVER = "|value| summed over the"  # ... classes, or outputs of a multi-output regressor
 AGREEMENT_CAPTION = (
     '<p class="note">Above the diagonal: Spearman correlation of the global importances, '
     "local methods as mean |local|; below: mean over the explained samples of the Spearman "
@@ -127,7 +127,7 @@ def dataset_section(results: RunResults, dataset: str, cells: pd.DataFrame,
     else:
         add_csv(dots, "local")
         method, label = dots["method"].iloc[0], dots["value_label"].iloc[0]
-        summed = f"\n({SUMMED_OVER_CLASSES})" if label.startswith(SUMMED_OVER_CLASSES) else ""
+        summed = f"\n({label.split(' (')[0]})" if label.startswith(SUMMED_OVER) else ""
         swarm = beeswarm(dots, f"{dataset}: {method} local values, seed {seed}{summed}")
         parts.append(add_figure(swarm, "local", _swarm_caption(dots)))
 
@@ -265,9 +265,10 @@ def local_dots(results: RunResults, cells: pd.DataFrame, context: RunContext) ->
 def _value_label(cell: pd.Series, ndim: int) -> str:
     """What the beeswarm's x axis shows, in the cell's unit."""
     unit = f" ({cell['unit']})" if isinstance(cell["unit"], str) and cell["unit"] else ""
-    if ndim == 3:
-        return f"{SUMMED_OVER_CLASSES}{unit}"
     explains = cell["explains"] if isinstance(cell["explains"], str) else ""
+    if ndim == 3:
+        columns = "outputs" if "outputs" in explains else "classes"
+        return f"{SUMMED_OVER} {columns}{unit}"
     return f"{explains or 'local value'}{unit}"
 
 
