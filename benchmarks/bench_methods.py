@@ -9,7 +9,10 @@ track instead
   own predict on the same rows, both timed in the same process, interleaved, in CPU seconds
   on one numba thread (median of nine alternations of samples of at least 50 ms each; see
   :func:`benchmarks.common.interleaved_ratio`): a machine that is slower for a while slows
-  both alike, and a kernel that becomes twice slower doubles the figure;
+  both alike, and a kernel that becomes twice slower doubles the figure. The figure is the
+  median of that ratio over three fresh processes
+  (:func:`benchmarks.common.ratio_over_processes`), since each process still carries a
+  factor of its own on a busy machine;
 - ``ExplainSuite.track_explain_traced_peak``: the largest memory the explain itself holds
   above its start (NumPy and numba arrays, traced by ``tracemalloc``), which is the same from
   run to run, rather than asv's ``peakmem_`` (the whole process: 330-380 MB for every method,
@@ -31,8 +34,8 @@ from .common import (
     DATASETS,
     FORESTS,
     fitted_forests,
-    interleaved_ratio,
     method_params,
+    ratio_over_processes,
     rss_peak_above_start,
 )
 
@@ -117,7 +120,7 @@ class ExplainSuite:
             _restore(self.threads)
 
     def track_explain_to_predict(self, cache, method, case):
-        return interleaved_ratio(self.explain, self.predict)
+        return ratio_over_processes("explain", method, case)
 
     track_explain_to_predict.unit = "ratio"
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 DATASETS = ["led", "breast_cancer", "diabetes"]
@@ -44,24 +47,27 @@ def profile() -> dict:
     return PROFILES[name]
 
 
-def fitted_forests() -> dict:
-    """(dataset, forest) -> (model, X) for the benchmark grid."""
+def fitted_case(dataset: str, forest: str) -> tuple:
+    """(model, X, dataset) of one (dataset, forest) of the grid: the model fitted with seed 0,
+    X its training rows (the first ``max_explain`` in the fast profile)."""
     import harness
 
     settings = profile()
-    forests = {}
-    for dataset in DATASETS:
-        ds = harness.load_dataset(dataset)
-        for forest in FORESTS:
-            spec = {"forest": forest, "n_estimators": settings["n_estimators"]}
-            if dataset == "led":
-                spec.update(max_features=1, bootstrap=False)
-            model = harness.fit_model(spec, ds, seed=0)
-            X = ds.X[model.harness_fit_["train_index"]]
-            if settings["max_explain"] is not None:
-                X = X[: settings["max_explain"]]
-            forests[(dataset, forest)] = (model, X, ds)
-    return forests
+    ds = harness.load_dataset(dataset)
+    spec = {"forest": forest, "n_estimators": settings["n_estimators"]}
+    if dataset == "led":
+        spec.update(max_features=1, bootstrap=False)
+    model = harness.fit_model(spec, ds, seed=0)
+    X = ds.X[model.harness_fit_["train_index"]]
+    if settings["max_explain"] is not None:
+        X = X[: settings["max_explain"]]
+    return model, X, ds
+
+
+def fitted_forests() -> dict:
+    """(dataset, forest) -> (model, X, dataset) for the benchmark grid."""
+    return {(dataset, forest): fitted_case(dataset, forest)
+            for dataset in DATASETS for forest in FORESTS}
 
 
 # --- measures that stay stable on a busy machine -------------------------------------------
@@ -73,6 +79,7 @@ def fitted_forests() -> dict:
 MIN_SAMPLE_SECONDS = 0.05  # per timed sample: ~10^4 x the clock's resolution and jitter
 ALTERNATIONS = 9           # explain and predict samples, interleaved (ABBA order)
 MAX_SECONDS = 10.0         # ... fewer (3 or more) where a call is long: refits take seconds
+PROCESSES = 3              # fresh processes per tracked ratio, the median kept (benchmarks.probe)
 
 
 def _cpu_seconds_per_call(call: Callable[[], Any], number: int) -> float:
@@ -145,3 +152,28 @@ def rss_peak_above_start(call: Callable[[], Any]) -> float:
         return float("nan")
     call()
     return float(_status_bytes("VmHWM") - start)
+
+
+def ratio_over_processes(probe: str, *args: str) -> float:
+    """Median of a ratio measured by :mod:`benchmarks.probe` in ``PROCESSES`` fresh processes,
+    one after the other (see the probe module for why); in this process when ``PROCESSES`` is 1
+    or less (the suites' smoke test).
+
+    The probes import the ``harness`` this environment has installed (asv's build of the
+    commit under test): the benchmarks' folder is put last on their path, never first.
+    """
+    from .probe import PROBES
+
+    if PROCESSES <= 1:
+        return PROBES[probe](*args)
+    root = str(Path(__file__).resolve().parents[1])
+    code = f"import sys; sys.path.append({root!r}); from benchmarks.probe import main; " \
+           "main(sys.argv[1:])"
+    env = {**os.environ, "HARNESS_BENCH_PROFILE": os.environ.get("HARNESS_BENCH_PROFILE",
+                                                                 "fast")}
+    ratios = []
+    for _ in range(PROCESSES):
+        done = subprocess.run([sys.executable, "-c", code, probe, *args], env=env, check=True,
+                              capture_output=True, text=True)
+        ratios.append(float(done.stdout.strip().splitlines()[-1]))
+    return float(statistics.median(ratios))

@@ -60,6 +60,7 @@ def test_every_benchmark_runs_once_in_the_fast_profile(suite, monkeypatch):
     # one short alternation per ratio: this test checks that the benchmarks run, not figures
     monkeypatch.setattr(common, "ALTERNATIONS", 1)
     monkeypatch.setattr(common, "MIN_SAMPLE_SECONDS", 0.001)
+    monkeypatch.setattr(common, "PROCESSES", 1)  # the probe in this process
     if hasattr(suite, "smoke_params"):
         monkeypatch.setattr(suite, "params", suite.smoke_params)
     instance = suite()
