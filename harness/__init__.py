@@ -11,6 +11,8 @@ Public API (see DESIGN.md)::
     df = harness.load_results("runs/x")
 """
 
+# first: numba's fork-safe threading layer, before anything starts numba's threads
+import harness.core.threading_layer  # noqa: F401, I001
 from harness.api import explain, list_datasets, list_methods, load_dataset
 from harness.core.dataset import DatasetSource
 from harness.core.errors import (

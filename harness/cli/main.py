@@ -197,6 +197,9 @@ class _Progress:
             cell, status = payload
             self.bar.update(1)
             self.bar.set_postfix_str(f"{cell.method!r}: {status}"[:50])
+        elif kind == "progress" and self.bar is not None:
+            cell, fraction = payload
+            self.bar.set_postfix_str(f"{cell.method!r}: {fraction:.0%}"[:50])
 
     def close(self) -> None:
         if self.bar is not None:

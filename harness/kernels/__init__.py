@@ -7,15 +7,9 @@
   Sobol-MDA, SHAFF's subset projections);
 - :mod:`~harness.kernels.debiased`: the node sums of MDI-oob and UFI.
 
-numba is configured here, once, before any kernel module is imported: the runner forks one
-process per cell, and GNU OpenMP (numba's usual threading layer) aborts a forked child once
-its parent has used it, so the fork-safe work queue is chosen unless the user set
-``NUMBA_THREADING_LAYER`` themselves. Kernels never touch the store, the runner or the CLI.
+numba's threading layer is the fork-safe work queue (:mod:`harness.core.threading_layer`,
+imported by ``import harness`` and here, before any kernel module). Kernels never touch the
+store, the runner or the CLI.
 """
 
-import os
-
-import numba
-
-if "NUMBA_THREADING_LAYER" not in os.environ:
-    numba.config.THREADING_LAYER = "workqueue"
+import harness.core.threading_layer  # noqa: F401

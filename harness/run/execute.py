@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,16 +38,19 @@ def prepare_methods(method_classes) -> None:
                 pass
 
 
-def run_one(cell: Cell, inputs: CellInput) -> CellResult:
+def run_one(cell: Cell, inputs: CellInput,
+            progress: Callable[[float], None] | None = None) -> CellResult:
     """Explain one cell through :func:`harness.run.protocol.run_protocol`.
 
     Every outcome is a :class:`CellResult` with a status from the closed set: bad inputs
     and exceptions are ``error``, a missing package ``not_installed``, a declined cell
     ``skipped``. Only ``method.explain`` is timed as ``time_explain``; the model's own predict
     on the same rows is timed separately (``time_predict``) for the timing report's ratio.
+    ``progress`` receives the fraction done that long methods report (e.g. loco's refits).
     """
     try:
-        importances = run_protocol(cell.method, inputs.model, inputs.data, cell.seed)
+        importances = run_protocol(cell.method, inputs.model, inputs.data, cell.seed,
+                                   progress=progress)
     except NotInstalledError as exc:
         return CellResult.failure("not_installed", str(exc))
     except MethodSkipped as exc:

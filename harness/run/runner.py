@@ -110,10 +110,12 @@ def compare(
 
     Cells already stored as ``done`` or ``skipped`` are reused (unless ``force``); failed ones
     are retried. ``on_event(kind, payload)`` receives ``("total", n)``, ``("cell", (cell,
-    status))`` and ``("stage", text)`` for progress display. When neither ``datasets`` nor
-    ``methods`` is given, the default grid (with its ``max_explain``) is used. Returns a
-    :class:`RunSummary`. Every option is checked first (:mod:`harness.run.options`): bad
-    input raises :class:`BadInputError` before anything is written.
+    status))``, ``("progress", (cell, fraction))`` from a cell that reports its progress (a
+    long one such as loco; not on Dask) and ``("stage", text)`` for progress display. When
+    neither ``datasets`` nor ``methods`` is given, the default grid (with its
+    ``max_explain``) is used. Returns a :class:`RunSummary`. Every option is checked first
+    (:mod:`harness.run.options`): bad input raises :class:`BadInputError` before anything
+    is written.
     """
     # every option checked and normalised (harness.run.options) before anything is written
     options = compare_options(
@@ -189,7 +191,11 @@ def _run_cells(cells: list[Cell], store: Store, executor_obj, summary: RunSummar
     tasks = _prepare(todo, store, record, notify, limits)
     prepare_methods({type(cell.method) for cell, _ in tasks})
     notify("stage", f"explaining {len(tasks)} cells")
-    executor_obj.run(tasks, record)
+    if getattr(executor_obj, "reports_progress", False):
+        executor_obj.run(tasks, record, lambda cell, fraction: notify("progress",
+                                                                      (cell, fraction)))
+    else:
+        executor_obj.run(tasks, record)
 
 
 def _refresh_truth(cells: list[Cell], todo: list[Cell], store: Store) -> None:

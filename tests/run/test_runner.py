@@ -83,6 +83,37 @@ class Constant(Method):
         return Importances(np.ones(data.X.shape[1]), "global", data.feature_names, "one", "x")
 
 
+class ReportsProgress(Method):
+    """Reports a quarter, a half and three quarters done, as loco does after each refit."""
+
+    name, scope, family = "test_reports_progress", "global", "test"
+
+    def _explain(self, model, data, rng):
+        for fraction in (0.25, 0.5, 0.75):
+            data.progress(fraction)
+        return Importances(np.ones(data.X.shape[1]), "global", data.feature_names, "one", "x")
+
+
+@pytest.mark.parametrize("executor", ["process", "inprocess"])
+def test_a_cell_reports_its_progress_to_the_run(tmp_path, monkeypatch, executor):
+    """A long cell's own progress (loco's refits) reaches ``on_event`` while it runs, from a
+    forked worker too (every message: the workers, forked after this, inherit the patch)."""
+    from harness.run.executors import process
+
+    monkeypatch.setattr(process, "PROGRESS_INTERVAL", 0.0)
+    events = []
+    summary = harness.compare(
+        datasets=["iris"], models=["extra_trees[n_estimators=3]"], methods=[ReportsProgress()],
+        out=tmp_path, executor=executor, reports=False,
+        on_event=lambda kind, payload: events.append((kind, payload)))
+    assert summary.done == 1
+    kinds = [kind for kind, _ in events if kind in ("progress", "cell")]
+    assert kinds == ["progress"] * 3 + ["cell"]
+    assert [payload[1] for kind, payload in events if kind == "progress"] == [0.25, 0.5, 0.75]
+    assert all(payload[0].method.name == "test_reports_progress"
+               for kind, payload in events if kind == "progress")
+
+
 def test_failures_are_isolated_per_cell(tmp_path):
     out = tmp_path / "run"
     summary = harness.compare(

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from harness.run.execute import run_one
-from harness.run.executors.process import OnResult, Task
+from harness.run.executors.process import OnProgress, OnResult, Task
 
 
 class InProcessExecutor:
     """Run cells sequentially in the current process (no timeout, no isolation)."""
 
     name = "inprocess"
+    reports_progress = True  # run() takes on_progress
 
     def __init__(self, **options) -> None:  # jobs, timeout, memory limits do not apply
         pass
 
-    def run(self, tasks: list[Task], on_result: OnResult) -> None:
+    def run(self, tasks: list[Task], on_result: OnResult,
+            on_progress: OnProgress | None = None) -> None:
         for cell, inputs in tasks:
-            on_result(cell, run_one(cell, inputs))
+            progress = None if on_progress is None else (
+                lambda fraction, cell=cell: on_progress(cell, fraction))
+            on_result(cell, run_one(cell, inputs, progress))

@@ -33,7 +33,26 @@ from harness.run.cells import Cell
 from harness.run.execute import CellInput, run_one
 
 OnResult = Callable[[Cell, CellResult], None]
+OnProgress = Callable[[Cell, float], None]
 Task = tuple[Cell, CellInput]
+#: least time between two progress messages of a worker (a sampling method may report often)
+PROGRESS_INTERVAL = 0.5
+PROGRESS = "progress"  # the tag of a worker's ``(PROGRESS, fraction)`` messages
+
+
+class _ProgressSender:
+    """A cell's progress callback in a worker: sends ``(PROGRESS, fraction)`` through the
+    pipe, at most every :data:`PROGRESS_INTERVAL` seconds."""
+
+    def __init__(self, connection) -> None:
+        self.connection = connection
+        self.last = -math.inf
+
+    def __call__(self, fraction: float) -> None:
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_INTERVAL:
+            self.last = now
+            self.connection.send((PROGRESS, float(fraction)))
 
 
 def _limit_memory(max_memory: float) -> None:
@@ -176,7 +195,8 @@ def _address_space() -> int:
 def _serve(connection, tasks: list[Task], parent: int, timeout: float | None,
            max_memory: float | None) -> None:
     """Body of a forked cell worker: run the cells whose indices come through ``connection``
-    (None: exit), each under its own alarm, and send back ``(result, retiring)``.
+    (None: exit), each under its own alarm, and send back ``(result, retiring)``, after any
+    number of ``(PROGRESS, fraction)`` messages while the cell runs.
 
     The worker retires (exits after sending) when its address space has grown by more than
     half of ``max_memory`` since the fork: its memory cap (:func:`bound_child`) was set at the
@@ -191,7 +211,7 @@ def _serve(connection, tasks: list[Task], parent: int, timeout: float | None,
                 break
             _arm_alarm(timeout)
             try:
-                result = run_one(*tasks[index])
+                result = run_one(*tasks[index], _ProgressSender(connection))
             except BaseException as exc:  # run_one catches Exception; this is for the rest
                 result = CellResult.failure("error", f"{type(exc).__name__}: {exc}",
                                             traceback.format_exc())
@@ -241,6 +261,7 @@ class ProcessExecutor:
     """
 
     name = "process"
+    reports_progress = True  # run() takes on_progress
 
     def __init__(self, jobs: int = 1, timeout: float | None = None,
                  max_memory: float | None = None, **options) -> None:
@@ -257,7 +278,8 @@ class ProcessExecutor:
         theirs.close()
         return _Worker(process, ours)
 
-    def run(self, tasks: list[Task], on_result: OnResult) -> None:
+    def run(self, tasks: list[Task], on_result: OnResult,
+            on_progress: OnProgress | None = None) -> None:
         context = multiprocessing.get_context("fork")
         pending = deque(range(len(tasks)))
         idle: list[_Worker] = []
@@ -278,14 +300,20 @@ class ProcessExecutor:
                 deadlines = [w.deadline for w in busy.values() if w.deadline is not None]
                 wait_for = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
                 for connection in wait(list(busy), timeout=wait_for):
-                    worker = busy.pop(connection)
+                    worker = busy[connection]
                     cell = tasks[worker.index][0]
                     try:
-                        result, retiring = connection.recv()
+                        message = connection.recv()
+                        if isinstance(message[0], str):  # (PROGRESS, fraction): still runs
+                            if on_progress is not None:
+                                on_progress(cell, message[1])
+                            continue
+                        result, retiring = message
                     except (EOFError, OSError):
                         worker.process.join(timeout=10)
                         result, retiring = CellResult.failure(
                             "error", _death_reason(worker.process.exitcode)), True
+                    del busy[connection]
                     if retiring or result.status == "error":
                         worker.stop()
                     else:
