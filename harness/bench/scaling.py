@@ -131,15 +131,14 @@ def _forest(trees: int, depth: int, jobs: int, warm_start: bool = False):
 
 
 def _shape(model) -> dict[str, float]:
-    """Mean leaf depth and mean number of leaves per tree (what the depth axis grows)."""
+    """Mean leaf depth and mean number of leaves per tree (what the depth axis grows), read
+    from the forest's view."""
     depths, leaves = [], []
-    for tree in model.estimators_:
-        t = tree.tree_
-        depth = np.zeros(t.node_count, dtype=np.int64)
-        for node in range(t.node_count):  # children have larger ids than their parent
-            if t.children_left[node] >= 0:
-                depth[t.children_left[node]] = depth[t.children_right[node]] = depth[node] + 1
-        is_leaf = t.children_left < 0
+    for tree in forest_view(model).trees:
+        depth = np.zeros(tree.n_nodes, dtype=np.int64)
+        for node in tree.internal:  # children have larger ids than their parent
+            depth[tree.left[node]] = depth[tree.right[node]] = depth[node] + 1
+        is_leaf = tree.left < 0
         depths.append(depth[is_leaf].mean())
         leaves.append(is_leaf.sum())
     return {"mean_depth": float(np.mean(depths)), "mean_leaves": float(np.mean(leaves))}
