@@ -33,6 +33,13 @@ the exponent the method states (:attr:`harness.core.method.Method.complexity`) a
 they agree within ``tolerance``. CPU time because the machine may be shared: another
 process holding the core inflates the wall time of some points and bends the slope (on
 this 2-core machine at load 8, wall-time slopes were off by up to 0.6), not the CPU time.
+
+The stated exponents count operations; two memory effects bend the measured curves where
+the operation count does not change: rows of p ≥ 1000 features span many cache lines, so
+that every walk step reads a new one (local MDI, Saabas and the out-of-bag walks then grow
+with p although their walks do not), and trees deeper than about 8 outgrow the caches, so
+that a walk step costs more (path walks grow faster than D). The table shows them as
+disagreements on the p and depth axes; the n and trees axes are free of them.
 """
 
 from __future__ import annotations
