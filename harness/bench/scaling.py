@@ -21,8 +21,9 @@ the forest's view built beforehand, as the runner does; one run once a run is lo
 ``LONG_RUN``), on one numba thread unless asked otherwise. Sizes ascend; a point whose
 predicted time (the last point's time times the size ratio to the power of the larger of
 the stated and the last measured slope) exceeds ``budget`` is skipped, and so is every larger
-one of that axis, with the reason in the table; so is a point whose forest would take longer
-than ``fit_budget`` to grow.
+one of that axis, with the reason in the table (the second point of an axis may take up to
+``SECOND_POINT`` budgets: two points make an exponent); so is a point whose forest would
+take longer than ``fit_budget`` to grow.
 
 Each point has the best wall time and the best CPU time (``time.process_time``) of its
 runs. The exponent of a method on an axis is the least-squares slope of log CPU time against
@@ -74,10 +75,12 @@ SIZES: dict[str, tuple[int, ...]] = {
 #: Parameters that fix a method's amount of work where its default adapts it to the data
 #: (SAGE samples until its values converge: here a fixed number of permutations, with a
 #: threshold never reached) or is needlessly large for a bench (``rs``/``srs`` grow their own
-#: trees; ``loco`` refits (p + 1) x n_folds forests).
+#: trees; ``loco`` refits (p + 1) x n_folds forests; ``shaff`` projects 2 p + 2 n_subsets
+#: subsets, still linear in p).
 FIXED_WORK: dict[str, dict[str, Any]] = {
     "sage": {"thresh": 1e-9, "max_permutations": 64, "batch_size": 32},
-    "tree_sage": {"thresh": 1e-9, "max_permutations": 128, "batch_size": 64},
+    "tree_sage": {"thresh": 1e-9, "max_permutations": 32, "batch_size": 32},
+    "shaff": {"n_subsets": 32},
     "rs": {"n_trees": 50},
     "srs": {"n_trees": 50},
     "loco": {"n_folds": 2},
@@ -94,6 +97,7 @@ FLOOR = 0.001  # seconds: points below are left out of the exponent fits
 #: exponent there, which is the order of the growing part
 FLOOR_FACTOR = 2.0
 SUSPECT = 2.0  # a single long run this many times its prediction is run once more
+SECOND_POINT = 5.0  # the second point of an axis may take up to this many budgets
 TOLERANCE = 0.35  # largest |fitted - stated| exponent said to agree
 MAX_SLOPE = 3.0  # cap of the slope used to predict the next point's time
 #: the time the exponents are fitted on: the process's CPU time, which other processes
@@ -101,8 +105,7 @@ MAX_SLOPE = 3.0  # cap of the slope used to predict the next point's time
 TIME = "cpu_seconds"
 QUICK = {"budget": 0.25, "fit_budget": 8.0, "repeat": 2}
 POINT_COLUMNS = ("method", "axis", "size", "x", "seconds", "cpu_seconds", "runs", "status",
-                 "reason",
-                 "predicted_seconds", "mean_depth", "mean_leaves", "fit_seconds")
+                 "reason", "predicted_seconds", "mean_depth", "mean_leaves", "fit_seconds")
 EXPONENT_COLUMNS = ("method", "axis", "exponent", "stated", "difference", "agrees",
                     "n_points", "x_min", "x_max", "note")
 
@@ -368,7 +371,9 @@ def run_scaling(methods: list[str] | None = None, axes: tuple[str, ...] = AXES,
                 if history[key]:  # predicted from the nominal sizes, before growing a forest
                     predicted = _predict(history[key], size, method.complexity.get(axis),
                                          floor)
-                    if predicted > budget:
+                    # a second point is worth more than a budget: without it, no exponent
+                    second = len(history[key]) < 2 and predicted <= SECOND_POINT * budget
+                    if predicted > budget and not second:
                         stopped[key] = (f"predicted {predicted:.3g} s > budget {budget:g} s "
                                         "(and every larger size)")
                         rows.append(_row(method, axis, size, "skipped", stopped[key],
