@@ -36,7 +36,9 @@ class ConditionalPermutation(LossMethod):
     Complexity: O(R p n T D) for the model's predictions of R conditional draws of each of p
     features on n rows (T trees of depth D), plus p ridge fits of E[X_j | X_-j], O(n p²)
     each (Chamma et al. 2023, Algorithm 1): linear in p while the predictions dominate, i.e.
-    while p² < R T D (p ≲ 130 at R = 20, T = 100, D = 8), cubic beyond.
+    while p² < R T D (p ≲ 130 at R = 20, T = 100, D = 8), cubic beyond. Each of the R p
+    predictions also has a fixed cost (scikit-learn's dispatch), which hides the growth in
+    n and T below about 10³ rows.
     """
 
     name = "conditional_permutation"

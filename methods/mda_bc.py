@@ -24,7 +24,8 @@ class MDABreimanCutler(OOBMethod):
     per tree and F_D ≤ D features on a path: each OOB row's path is walked once per tree and
     re-routed, for each feature on it, from its first split on that feature
     (:mod:`harness.kernels.reroute.permutation`); features a tree never splits on cost
-    nothing, so the work does not grow with p.
+    nothing, so the work does not grow with p but for coding the rows, O(n p), below the
+    walks up to p = 10⁴ at n = 1000, T = 100, D = 8.
     """
 
     name = "mda_bc"
