@@ -75,7 +75,7 @@ def _exponents_html(settings: dict, exponents: pd.DataFrame) -> str:
             f"{html.escape(settings['dataset'])}; model {html.escape(settings['model'])}; "
             f"best of {settings['repeat']} runs; exponents: least-squares slopes of log CPU "
             f"time on log size over the points above {1e3 * settings['floor_seconds']:g} ms "
-            f"and {settings['floor_factor']:g} times the axis's fastest point; points "
+            f"and {settings.get('floor_factor', 2.0):g} times the axis's fastest point; points "
             f"predicted over {settings['budget_seconds']:g} s skipped (reasons in "
             f"scaling.csv); agreement within ±{settings['tolerance']:g}.</p>")
     shown = exponents.pivot_table(index="method", columns="axis", values="exponent",
