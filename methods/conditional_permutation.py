@@ -32,6 +32,13 @@ class ConditionalPermutation(LossMethod):
 
     Rows: the held-out rows (``rows = "test"``), like ``mda_test``; the conditional models are
     fitted on those same rows (hidimstat's ``fit_importance`` on one sample).
+
+    Complexity: O(R p n T D) for the model's predictions of R conditional draws of each of p
+    features on n rows (T trees of depth D), plus p ridge fits of E[X_j | X_-j], O(n p²)
+    each (Chamma et al. 2023, Algorithm 1): linear in p while the predictions dominate, i.e.
+    while p² < R T D (p ≲ 130 at R = 20, T = 100, D = 8), cubic beyond. Each of the R p
+    predictions also has a fixed cost (scikit-learn's dispatch), which hides the growth in
+    n and T below about 10³ rows.
     """
 
     name = "conditional_permutation"
@@ -40,6 +47,7 @@ class ConditionalPermutation(LossMethod):
     rows = "test"
     requires = ("hidimstat",)
     summary = "Conditional permutation importance (hidimstat CFI) on held-out rows"
+    complexity = {"n": 1, "p": 1, "trees": 1, "depth": 1}
     # as for mda_test: the limit for the Bayes model is >= 0 for each loss offered
     value_range = (0.0, None)
     parameters = {

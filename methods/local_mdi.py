@@ -21,6 +21,10 @@ class LocalMDI(Method):
     outputs of each output's impurity, so its local MDI (and its unit) is of that mean.
     Cost: one compiled walk of each row's path per tree, about one ``predict``
     (:func:`harness.kernels.paths.local_mdi_paths`).
+
+    Complexity: O(n (T D + p)) for n rows, T trees of depth D: one root-to-leaf walk per
+    (row, tree), the cost of a predict (Sutera et al. 2021, Sec. 4), plus the (n, p) output,
+    which dominates from p ≈ T D on (p = 800 at the bench's base point).
     """
 
     name = "local_mdi"
@@ -29,6 +33,7 @@ class LocalMDI(Method):
     family = "mdi"
     multi_output = True  # of the impurity the trees were grown with (see above)
     summary = "local MDI (Sutera et al. 2021, Eq. 8), impurity units per sample"
+    complexity = {"n": 1, "p": 1, "trees": 1, "depth": 1}
     parameters = {}
 
     @classmethod

@@ -40,6 +40,11 @@ class LOCO(LossMethod):
     group carries the group's value (the result has one value per feature), features in no
     group are left out alone; ``extra["groups"]`` lists the groups with their values.
     (p or #groups + 1) x ``n_folds`` models are fitted; progress is reported after each.
+
+    Complexity: (G + 1) K refits of the model's spec for G groups (p by default) and K folds,
+    each O(T m n D) for T trees of depth D grown on (K-1)/K n rows trying m features per split
+    (Williamson et al. 2021 refit once per group): with m = sqrt(p) (the bench's forests),
+    O(K T n D p^1.5); with a fixed fraction of p, p².
     """
 
     name = "loco"
@@ -47,6 +52,7 @@ class LOCO(LossMethod):
     family = "retrain"
     rows = "train"
     summary = "LOCO: refit without each feature (cross-fitted), increase of held-out loss"
+    complexity = {"n": 1, "p": 1.5, "trees": 1, "depth": 1}
     # E L(Y, m_-g(X_-g)) >= E L(Y, m(X)) for the Bayes models of each loss offered, and
     # normalised it is at most 1 (m_-g is no worse than a constant)
     value_range = (0.0, None)

@@ -26,6 +26,11 @@ class MDATrainTest(LossMethod):
     ``std`` is the standard deviation over repeats (scikit-learn's ``importances_std``).
     A boosted classifier's permuted margins go through its link (:meth:`Loss.linked`), so its
     loss is that of ``predict_proba`` on the permuted rows.
+
+    Complexity: O(R (n T D + n p + T p)) for R repeats, n rows, T trees of depth D: each
+    row's path is walked once per tree and re-walked, per repeat, only below the first split
+    on j where its permuted value leaves it; the R (n, p) permutations and output shifts and
+    a per-(tree, feature) step grow with p.
     """
 
     name = "mda_test"
@@ -33,6 +38,7 @@ class MDATrainTest(LossMethod):
     family = "mda"
     rows = "test"
     summary = "Train/Test MDA: permutation importance on held-out rows"
+    complexity = {"n": 1, "p": 1, "trees": 1, "depth": None}
     # the limit E[L(Y, m(X_pij))] - E[L(Y, m(X))] of the Bayes model m is >= 0 for each loss
     # offered (2 V[Y] ST_j for squared error and independent inputs)
     value_range = (0.0, None)

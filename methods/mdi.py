@@ -22,6 +22,10 @@ class MDI(Method):
     Boosting libraries store no node impurity: their adapters fill pseudo-impurities whose
     decreases are the split gains, so MDI is then the mean over trees of each feature's summed
     gains (``unit`` the view's ``impurity_unit``, ``explains`` "split gain").
+
+    Complexity: O(T (N_t + p)) for T trees of N_t nodes (one vectorised pass over each
+    tree's internal nodes, Louppe et al. 2013, Eq. 1, and a count of length p per tree); no
+    row is read (n^0). Per tree it is a sum over nodes, N_t ~ 2^D for depth D (no power of D).
     """
 
     name = "mdi"
@@ -29,6 +33,7 @@ class MDI(Method):
     family = "mdi"
     multi_output = True  # of the multi-output impurity the trees were grown with
     summary = "global MDI (Louppe et al. 2013, Eq. 1), impurity units"
+    complexity = {"n": 0, "p": 0, "trees": 1, "depth": None}
     # a sum of weighted impurity decreases, each >= 0 (also in the normalised form)
     value_range = (0.0, None)
     parameters = {

@@ -13,10 +13,15 @@ class RandomSubspace(SubspaceMethod):
     I(X_m; Y | B) (seed 004, "RS for feature selection: correctness"), positive iff X_m is
     relevant when every relevant feature has degree < q. ``extra["selected"]`` is the set F
     of the practical rule (probe, L, β); see :mod:`harness.estimators.random_subspace`.
+
+    Complexity: O(n_trees q n log n) for n training rows and q ∝ p features per tree (the
+    scikit-learn ExtraTree fit, fully grown, on its q features and a probe); the given
+    forest's trees and depth play no part.
     """
 
     name = "rs"
     # 2: 'sampled more than L times' (strictly); per-draw importance and sampled counts
     version = 2
     summary = "random subspace: accumulated MDI of trees grown on q random features"
+    complexity = {"n": 1, "p": 1, "trees": 0, "depth": 0}
     parameters = SUBSPACE_PARAMETERS

@@ -29,6 +29,11 @@ class Saabas(Method):
     multi-output regressor's outputs all at once or one by index. Cost: about
     one ``predict`` (:func:`harness.kernels.paths.saabas_paths`); a single class is
     accumulated as scalars, all classes as one vector per path edge.
+
+    Complexity: O(n (T D C + p)) for n rows, T trees of depth D and C outputs carried (1 for
+    one class): one root-to-leaf walk per (row, tree), as a predict (Saabas 2014; Lundberg
+    et al. 2020, Sec. 2.4 call it O(T D) per row), plus the (n, p) output, which dominates
+    from p ≈ T D on.
     """
 
     name = "saabas"
@@ -36,6 +41,7 @@ class Saabas(Method):
     family = "path contributions"
     multi_output = True
     summary = "Saabas path contributions; bias + Σ = prediction"
+    complexity = {"n": 1, "p": 1, "trees": 1, "depth": 1}
     parameters = {"output": OUTPUT_PARAM}
 
     @classmethod

@@ -16,12 +16,19 @@ class SAGE(SageMethod):
 
     Rows with sample weights (explicit finite distributions) are given to sage as a weighted
     resample, since sage samples rows uniformly. ``std`` is sage's standard error.
+
+    Complexity: O(M (p + 1) B · predict) for M sampled (row, permutation) pairs, B background
+    rows: every pair evaluates the model on its p + 1 coalitions, each imputed with the B
+    background rows (Covert, Lundberg, Lee 2020, Sec. 4: the permutation estimator); a
+    scikit-learn predict is O(T D) per row plus a per-call overhead. The rows are only
+    sampled (n^0); M follows the convergence rule unless ``thresh`` is never reached.
     """
 
     name = "sage"
     requires = ("sage",)
     distributions = {"sage": "sage-importance"}
     summary = "SAGE (sage-importance): marginal imputer, permutation estimator"
+    complexity = {"n": 0, "p": 1, "trees": 1, "depth": None}
     parameters = SAGE_PARAMETERS
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:

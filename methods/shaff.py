@@ -36,6 +36,12 @@ class SHAFF(OOBMethod):
     Classification (our extension, as for ``sobol_mda``): class-probability vectors are
     projected and v̂ uses the Brier score over Σ_k V(1[Y = k]). ``std`` is the standard error
     over the scored rows of the (linear) estimator, given the subsets and the trees.
+
+    Complexity: O(K T n V) + O(K p²) for K = 2p + 2 n_subsets subsets (n_subsets defaults to
+    max(128, 20 p), so K ∝ p), T trees, n training rows and V the nodes a projected descent
+    visits (it branches only where the subset's variables still split below): one projected
+    out-of-bag prediction per (subset, tree, row) (Bénard et al. 2022, Algorithm 1), then
+    the weighted least squares on the K subsets. Linear in p while the projections dominate.
     """
 
     name = "shaff"
@@ -46,6 +52,7 @@ class SHAFF(OOBMethod):
     scope = "global"
     family = "shapley"
     summary = "SHAFF: Shapley effects by projected OOB forests (Bénard et al. 2022)"
+    complexity = {"n": 1, "p": 1, "trees": 1, "depth": None}
     # Shapley effects of the monotone game V(E[Y | X_U]) / V(Y), whose values lie in [0, 1]
     # (Owen 2014); also for the class-probability vector over sum_k V(1[Y = k])
     value_range = (0.0, 1.0)

@@ -32,12 +32,19 @@ class SobolMDA(OOBMethod):
     Σ_k (1[Y=k] − p_k)²; the estimate targets Σ_k E[V(P(Y=k|X) | X_{−j})] / Σ_k V(1[Y=k]),
     the total Sobol index of the class-probability vector normalised by the total variance
     of the one-hot target. ``std`` is the standard error of the mean over the rows of I.
+
+    Complexity: O(T n (D + Σ_{j on the path} 2^{s_j})) for T trees of depth D, n training rows
+    (out-of-bag and in-bag rows are both dropped through the projected tree), s_j the splits
+    on j below the first one met: a projected descent per (row, feature on its path), keyed
+    in a hash table per tree (:mod:`harness.kernels.reroute.projection`); features a tree
+    does not split on cost nothing, so the work does not grow with p.
     """
 
     name = "sobol_mda"
     scope = "global"
     family = "sobol_mda"
     summary = "Sobol-MDA: total Sobol index by projected OOB forests"
+    complexity = {"n": 1, "p": 0, "trees": 1, "depth": None}
     # ST_j = E[V(m(X) | X_-j)] / V[Y] lies in [0, 1]; so does the classification form,
     # since sum_k E[V(P_k | X_-j)] <= sum_k V(P_k) <= sum_k V(1[Y = k])
     value_range = (0.0, 1.0)

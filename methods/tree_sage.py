@@ -35,10 +35,18 @@ class TreeSAGE(SageMethod):
     #1: about 3x fewer samples to the same threshold). ``std`` is the standard error.
     Boosted regressors are read like forests (their output is the view's mean over trees);
     boosted classifiers are skipped (their trees sum to a margin, not to probabilities).
+
+    Complexity: O(M T V p) for M sampled (row, permutation) pairs, T trees and V visited nodes
+    per pair and tree (all p + 1 coalitions of a pair come from one pass carrying p lanes;
+    :mod:`harness.kernels.sage.path_dependent`), plus, with ``control_variates``, O(n T D + n p)
+    for every row's first-step drops (:func:`harness.kernels.sage.tables.singleton_sums`)
+    and O(T L (D + p)) tables per forest. With M fixed, the rows' part dominates from a few
+    thousand rows on; M follows the convergence rule unless ``thresh`` is never reached.
     """
 
     name = "tree_sage"
     summary = "SAGE with tree-native coalition models (path-dependent or marginal)"
+    complexity = {"n": 1, "p": 1, "trees": 1, "depth": None}
     parameters = {
         "imputation": Param("path_dependent", (Options({"path_dependent", "marginal"}),),
                             "how features outside S are removed"),

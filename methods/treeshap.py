@@ -41,6 +41,14 @@ class TreeSHAP(Method):
     explain the predicted-class probability by default (Sutera et al. 2021), boosted
     classifiers their margin (raw score; :mod:`harness.core.outputs`); a multi-output
     regressor's outputs are explained all at once (default) or one by index.
+
+    Complexity: path-dependent (the default), O(n T N_t ⌈D/2⌉) for n rows and T trees of N_t
+    nodes and depth D: one preorder pass per (row, tree) updating ⌈D/2⌉ quadrature nodes
+    (:mod:`harness.kernels.treeshap.path_dependent`; shap's Algorithm 2 is O(T L D²) per row,
+    Lundberg et al. 2020, Sec. 2.4); N_t ~ 2^D is no power of D, and the (n, p) output is
+    far below the walks up to p = 10⁴. Interventional: O(n T B L) for B background rows
+    (Lundberg et al. 2020, "Interventional Tree SHAP"; here fewer visits where background
+    rows share a state).
     """
 
     name = "treeshap"
@@ -49,6 +57,7 @@ class TreeSHAP(Method):
     requires = ("shap",)
     multi_output = True
     summary = "TreeSHAP, path-dependent or interventional (float64 kernels, or shap)"
+    complexity = {"n": 1, "p": 0, "trees": 1, "depth": None}
     parameters = {
         "perturbation": Param(
             "tree_path_dependent",

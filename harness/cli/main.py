@@ -9,6 +9,7 @@ as the Python API's. Without a command, the help is printed and the exit code is
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import tomllib
@@ -22,6 +23,7 @@ from harness.run.options import check_option
 EXIT_BAD_INPUT = 2
 CONFIG_KEYS = ("datasets", "models", "methods", "seeds", "out", "jobs", "timeout", "executor",
                "explain_on", "max_explain", "force", "max_memory", "scheduler")
+DEFAULT_BENCH_OUT = Path("runs/bench/bench.json")
 MEMORY_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
@@ -120,12 +122,22 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--threads", type=int, default=1,
                        help="threads of the compiled kernels (default 1: the forest's "
                             "predict and the other libraries run on one thread)")
-    bench.add_argument("--out", type=Path, default=Path("runs/bench/bench.json"),
+    bench.add_argument("--out", type=Path, default=DEFAULT_BENCH_OUT,
                        help="where to write the table as JSON (runs/bench/bench.json)")
     bench.add_argument("--runner", action="store_true",
                        help="instead: the runner's own overhead per cell for each executor at "
                             "10^3 and 10^4 cells of a trivial method, and how the store and "
                             "the reports grow (harness.bench.overhead)")
+    bench.add_argument("--scaling", action="store_true",
+                       help="instead: time every method over n, p, trees and depth around a "
+                            "base point, fit each one's exponent and draw the log-log curves "
+                            "(harness.bench.scaling; --out defaults to runs/bench/"
+                            "scaling.json)")
+    bench.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                       help="with --scaling: skip points predicted to take longer (1.0; "
+                            "--quick: 0.25)")
+    bench.add_argument("--quick", action="store_true",
+                       help="with --scaling: a smaller budget and fewer repeats")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
@@ -269,6 +281,46 @@ def _run_bench_runner(args) -> int:
     return 0
 
 
+def _run_bench_scaling(args) -> int:
+    from harness.bench.scaling import BUDGET, QUICK, run_scaling, scaling_record
+
+    budget = args.budget if args.budget is not None else (
+        QUICK["budget"] if args.quick else BUDGET)
+    if not 0 < budget < math.inf:
+        raise HarnessError(f"--budget must be a number of seconds > 0; got {budget}.")
+    options = {"budget": budget, "methods": args.method,
+               **({"fit_budget": QUICK["fit_budget"], "repeat": QUICK["repeat"]}
+                  if args.quick else {"repeat": args.repeat})}
+    say = None if args.no_progress else (lambda text: print(text, file=sys.stderr))
+    result = run_scaling(**options, on_step=say)
+    out = args.out if args.out != DEFAULT_BENCH_OUT else DEFAULT_BENCH_OUT.with_name(
+        "scaling.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(scaling_record(result), indent=1), encoding="utf-8")
+    result["points"].to_csv(out.with_suffix(".csv"), index=False)
+    written = registry.write_scaling_report(out)
+    points = result["points"]
+    skipped = points[points["status"] != "ok"]
+    print("fitted exponents (time ~ size^k; stated in brackets; * disagrees):")
+    print(_exponent_table(result["exponents"]).to_string())
+    print(f"base point: {result['settings']['base']}; {int((points['status'] == 'ok').sum())} "
+          f"points timed, {len(skipped)} not ({', '.join(sorted(set(skipped['status'])))}"
+          f"; reasons in the table)")
+    print(f"table: {out}; figure: {written[-1]}; wall time: {result['wall_seconds']:.1f} s")
+    return 0
+
+
+def _exponent_table(exponents):
+    def cell(row) -> str:
+        if row.exponent != row.exponent:  # NaN: no fit
+            return "-"
+        stated = "" if row.stated != row.stated else f" [{row.stated:g}]"
+        return f"{row.exponent:.2f}{stated}{'*' if row.agrees is False else ''}"
+
+    table = exponents.assign(cell=[cell(row) for row in exponents.itertuples()])
+    return table.pivot(index="method", columns="axis", values="cell").fillna("-")
+
+
 def _run_bench(args) -> int:
     if args.runner:
         return _run_bench_runner(args)
@@ -285,6 +337,8 @@ def _run_bench(args) -> int:
             raise HarnessError(f"--threads must be in [1, {numba.config.NUMBA_NUM_THREADS}]; "
                                f"got {args.threads}.")
         numba.set_num_threads(args.threads)
+    if args.scaling:
+        return _run_bench_scaling(args)
     bar = tqdm(file=sys.stderr, disable=args.no_progress, unit="step", dynamic_ncols=True)
 
     def progress(text: str, done: int, total: int) -> None:

@@ -93,6 +93,14 @@ class Method:
     #: parameters: it enters the cell key (:attr:`harness.run.cells.Cell.key`), so a store
     #: never hands back a result the earlier code computed as if it were the new one's.
     version: ClassVar[int] = 1
+    #: The stated order of the method's cost, machine-readable: the exponent k of each size
+    #: axis in time ∝ size^k (``n`` rows read, ``p`` features, ``trees`` in the forest,
+    #: ``depth`` of its trees), the others at ``python -m harness bench --scaling``'s base
+    #: point and sample counts fixed; the order of the term that dominates the growth (the
+    #: bench fits it above a noise floor); None where the cost is no power of that size
+    #: (e.g. 2^depth leaves). The class docstring's "Complexity" paragraph gives the full
+    #: order and its source.
+    complexity: ClassVar[dict[str, float | None]] = {}
 
     def __init__(self, **params: Any) -> None:
         self.params = validate_params(self.name, self.parameters, params)

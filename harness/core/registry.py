@@ -58,8 +58,11 @@ BUILTIN_REPORTS: dict[str, str] = {
     "correlation": "harness.reports.correlation:build",
     "timing": "harness.reports.timing:build",
     "accuracy": "harness.reports.accuracy:build",
+    "scaling": "harness.reports.scaling:build",  # only where the folder has a scaling.json
 }
 REPORT_INDEX = "harness.reports.index:build_reports"
+#: the figure and exponents CSV of ``bench --scaling``, written next to its scaling.json
+SCALING_REPORT = "harness.reports.scaling:write_scaling_report"
 
 BUILTIN_TARGETS: dict[str, str] = {
     "louppe2013-led": "harness.reports.targets.louppe2013_led:Louppe2013LED",
@@ -146,6 +149,12 @@ def report_builders() -> dict[str, object]:
 def build_reports(out):
     """Write every report and the index page of a run folder; returns the written paths."""
     return _import_object(REPORT_INDEX)(out)
+
+
+def write_scaling_report(table) -> list:
+    """Draw the scaling figure and write the exponents CSV beside the bench's
+    ``scaling.json`` (:mod:`harness.reports.scaling`); returns the written paths."""
+    return _import_object(SCALING_REPORT)(table)
 
 
 def method_names() -> list[str]:

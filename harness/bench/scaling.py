@@ -1,0 +1,428 @@
+"""``python -m harness bench --scaling``: how each method's cost grows with the work.
+
+Every registered method (its defaults, with the sample counts of the sampling methods fixed:
+:data:`FIXED_WORK`) is timed along four axes, one at a time around the base point
+:data:`BASE` (n = 1000 rows, p = 10 features, 100 trees of depth at most 8):
+
+- ``n``: the rows the method reads. Methods that read the training rows (``rows = "train"``:
+  the out-of-bag family, ``rs``, ``srs``, ``loco``) get a forest grown on those n rows; the
+  others explain n fresh rows of the same distribution with the base forest;
+- ``p``: the features of the data (the forests try ``sqrt(p)`` features per split, so that a
+  tree's shape does not change with p);
+- ``trees``: the forest's number of trees (one forest grown by ``warm_start``, copied at
+  each size, so that every size shares its first trees);
+- ``depth``: the forest's ``max_depth``; the size on this axis is the measured mean depth of
+  the leaves (trees of n = 1000 rows stop deepening near depth 10).
+
+The data are Friedman #1 (``make_friedman1``, noise 1, its first five features relevant),
+the forest a ``RandomForestRegressor(max_features="sqrt", bootstrap=True)``. A point is the
+best of ``repeat`` runs of ``Method.explain`` alone (inputs validated, the method prepared and
+the forest's view built beforehand, as the runner does; one run once a run is longer than
+``LONG_RUN``), on one numba thread unless asked otherwise. Sizes ascend; a point whose
+predicted time (the last point's time times the size ratio to the power of the larger of
+the stated and the last measured slope) exceeds ``budget`` is skipped, and so is every larger
+one of that axis, with the reason in the table (the second point of an axis may take up to
+``SECOND_POINT`` budgets: two points make an exponent); so is a point whose forest would
+take longer than ``fit_budget`` to grow.
+
+Each point has the best wall time and the best CPU time (``time.process_time``) of its
+runs. The exponent of a method on an axis is the least-squares slope of log CPU time against
+log size over its points at or above the axis's noise floor (``floor``, and ``FLOOR_FACTOR``
+times the axis's fastest point: below, the time that does not grow with the size, the
+call's overhead and the other axes' work, hides the order of the part that grows), beside
+the exponent the method states (:attr:`harness.core.method.Method.complexity`) and whether
+they agree within ``tolerance``. CPU time because the machine may be shared: another
+process holding the core inflates the wall time of some points and bends the slope (on
+this 2-core machine at load 8, wall-time slopes were off by up to 0.6), not the CPU time.
+
+The stated exponents count operations; two memory effects bend the measured curves where
+the operation count does not change: rows of p ≥ 1000 features span many cache lines, so
+that every walk step reads a new one (local MDI, Saabas and the out-of-bag walks then grow
+with p although their walks do not), and trees deeper than about 8 outgrow the caches, so
+that a walk step costs more (path walks grow faster than D). The table shows them as
+disagreements on the p and depth axes; the n and trees axes are free of them.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+import pandas as pd
+from sklearn.datasets import make_friedman1
+from sklearn.ensemble import RandomForestRegressor
+
+from harness.core import registry
+from harness.core.method import Method
+from harness.forest.view import forest_view
+from harness.run.inputs import validate_explain_inputs
+from harness.run.protocol import missing_capability
+
+AXES = ("n", "p", "trees", "depth")
+BASE = {"n": 1000, "p": 10, "trees": 100, "depth": 8}
+SIZES: dict[str, tuple[int, ...]] = {
+    "n": (100, 300, 1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000),
+    "p": (5, 10, 30, 100, 300, 1_000, 3_000, 10_000),
+    "trees": (10, 30, 100, 300, 1_000),
+    "depth": (2, 3, 4, 6, 8, 12),
+}
+#: Parameters that fix a method's amount of work where its default adapts it to the data
+#: (SAGE samples until its values converge: here a fixed number of permutations, with a
+#: threshold never reached) or is needlessly large for a bench (``rs``/``srs`` grow their own
+#: trees; ``loco`` refits (p + 1) x n_folds forests; ``shaff`` projects 2 p + 2 n_subsets
+#: subsets, still linear in p).
+FIXED_WORK: dict[str, dict[str, Any]] = {
+    "sage": {"thresh": 1e-9, "max_permutations": 64, "batch_size": 32},
+    "tree_sage": {"thresh": 1e-9, "max_permutations": 32, "batch_size": 32},
+    "shaff": {"n_subsets": 32},
+    "rs": {"n_trees": 50},
+    "srs": {"n_trees": 50},
+    "loco": {"n_folds": 2},
+}
+DATASET = "make_friedman1(n_samples=n, n_features=p, noise=1.0)"
+MODEL = ("RandomForestRegressor(n_estimators=trees, max_depth=depth, max_features='sqrt', "
+         "bootstrap=True)")
+LONG_RUN = 0.25  # seconds: a run this long is timed once (its noise is relatively small)
+BUDGET = 1.0  # seconds: largest predicted time of one timed point
+FIT_BUDGET = 30.0  # seconds: largest predicted time to grow one point's forest
+FLOOR = 0.001  # seconds: points below are left out of the exponent fits
+#: ... and so are points below this multiple of the fastest point of their axis: the time
+#: that does not grow with the size (the call's overhead, the other axes' work) hides the
+#: exponent there, which is the order of the growing part
+FLOOR_FACTOR = 2.0
+SUSPECT = 2.0  # a single long run this many times its prediction is run once more
+SECOND_POINT = 5.0  # the second point of an axis may take up to this many budgets
+TOLERANCE = 0.35  # largest |fitted - stated| exponent said to agree
+MAX_SLOPE = 3.0  # cap of the slope used to predict the next point's time
+#: the time the exponents are fitted on: the process's CPU time, which other processes
+#: holding the core do not inflate as they do the wall time (on one thread it is the work)
+TIME = "cpu_seconds"
+QUICK = {"budget": 0.25, "fit_budget": 8.0, "repeat": 2}
+POINT_COLUMNS = ("method", "axis", "size", "x", "seconds", "cpu_seconds", "runs", "status",
+                 "reason", "predicted_seconds", "mean_depth", "mean_leaves", "fit_seconds")
+EXPONENT_COLUMNS = ("method", "axis", "exponent", "stated", "difference", "agrees",
+                    "n_points", "x_min", "x_max", "note")
+
+
+@dataclass
+class Point:
+    """A forest and the rows of one size of one axis."""
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    model: Any
+    fit_seconds: float
+    X_rows: np.ndarray | None = None  # rows the non-training methods read (default: train)
+    y_rows: np.ndarray | None = None
+    shape: dict[str, float] = field(default_factory=dict)
+
+    def rows(self, method: Method) -> tuple[np.ndarray, np.ndarray]:
+        if method.rows == "train" or self.X_rows is None:
+            return self.X_train, self.y_train
+        return self.X_rows, self.y_rows
+
+
+def synthetic(n: int, p: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Friedman #1 rows: X ~ U(0, 1)^p, y = 10 sin(pi x1 x2) + 20 (x3 - 1/2)^2 + 10 x4 + 5 x5
+    + N(0, 1) (Friedman 1991); features beyond the fifth are irrelevant."""
+    return make_friedman1(n_samples=n, n_features=p, noise=1.0, random_state=seed)
+
+
+def _forest(trees: int, depth: int, jobs: int, warm_start: bool = False):
+    return RandomForestRegressor(n_estimators=trees, max_depth=depth, max_features="sqrt",
+                                 bootstrap=True, random_state=0, n_jobs=jobs,
+                                 warm_start=warm_start)
+
+
+def _shape(model) -> dict[str, float]:
+    """Mean leaf depth and mean number of leaves per tree (what the depth axis grows), read
+    from the forest's view."""
+    depths, leaves = [], []
+    for tree in forest_view(model).trees:
+        depth = np.zeros(tree.n_nodes, dtype=np.int64)
+        for node in tree.internal:  # children have larger ids than their parent
+            depth[tree.left[node]] = depth[tree.right[node]] = depth[node] + 1
+        is_leaf = tree.left < 0
+        depths.append(depth[is_leaf].mean())
+        leaves.append(is_leaf.sum())
+    return {"mean_depth": float(np.mean(depths)), "mean_leaves": float(np.mean(leaves))}
+
+
+def _prepared(model, methods: list[Method], fit_seconds: float,
+              X: np.ndarray, y: np.ndarray) -> Point:
+    """The fitted forest with the view forms every method reads built (never timed), its
+    predictions on one thread (as the bench's other timings)."""
+    model.set_params(n_jobs=1)
+    view = forest_view(model).build("packed", "paths")
+    for method in methods:
+        if not missing_capability(method, model):
+            type(method).share(model)
+    del view
+    return Point(X, y, model, fit_seconds, shape=_shape(model))
+
+
+class _Points:
+    """The forests of one axis, grown lazily in ascending size (the trees axis grows one
+    forest by warm start). ``kind`` "train" is the n axis's forest grown on the n rows."""
+
+    def __init__(self, axis: str, methods: list[Method], jobs: int) -> None:
+        self.axis, self.methods, self.jobs = axis, methods, jobs
+        self.cache: dict[tuple[int, str], Point] = {}
+        self.grower = None
+        self.base: Point | None = None
+        self.last_fit: dict[str, tuple[int, float]] = {}
+
+    def predicted_fit(self, size: int, kind: str) -> float:
+        if (size, kind) in self.cache or kind not in self.last_fit:
+            return 0.0
+        last_size, seconds = self.last_fit[kind]
+        return seconds * (size / last_size) ** 1.2
+
+    def get(self, size: int, kind: str) -> Point:
+        key = (size, kind)
+        if key not in self.cache:
+            # keep only the forests of this size: the next sizes need new ones
+            self.cache = {k: v for k, v in self.cache.items() if k[0] == size}
+            self.cache[key] = self._make(size, kind)
+        return self.cache[key]
+
+    def _make(self, size: int, kind: str) -> Point:
+        settings = {**BASE, self.axis: size}
+        if self.axis == "n" and kind == "rows":  # the base forest explains n fresh rows
+            if self.base is None:
+                self.base = self._make(BASE["n"], "train")
+            X_rows, y_rows = synthetic(size, settings["p"], seed=1)
+            base = self.base
+            return Point(base.X_train, base.y_train, base.model, base.fit_seconds, X_rows,
+                         y_rows, base.shape)
+        n_train = size if self.axis == "n" and kind == "train" else BASE["n"]
+        X, y = synthetic(n_train, settings["p"])
+        start = time.perf_counter()
+        if self.axis == "trees":
+            if self.grower is None:
+                self.grower = _forest(size, settings["depth"], self.jobs, warm_start=True)
+            self.grower.set_params(n_estimators=size, n_jobs=self.jobs)
+            model = copy.deepcopy(self.grower.fit(X, y))
+            model.set_params(warm_start=False)
+        else:
+            model = _forest(settings["trees"], settings["depth"], self.jobs).fit(X, y)
+        seconds = time.perf_counter() - start
+        self.last_fit[kind] = (size, seconds)
+        return _prepared(model, self.methods, seconds, X, y)
+
+
+def _kind(axis: str, method: Method) -> str:
+    return "train" if axis == "n" and method.rows == "train" else "rows"
+
+
+def _slope(x: np.ndarray, t: np.ndarray) -> float:
+    return float(np.polyfit(np.log(x), np.log(t), 1)[0])
+
+
+def _time_explain(method: Method, point: Point, repeat: int,
+                  predicted: float = math.nan) -> tuple[float, float, int]:
+    """Best wall and best CPU seconds of ``method.explain`` over up to ``repeat`` runs."""
+    X, y = point.rows(method)
+    data = validate_explain_inputs(point.model, X, y)
+    reason = missing_capability(method, point.model) or method.skip(point.model, data)
+    if reason:
+        raise _Skipped(reason)
+    best, best_cpu, runs = math.inf, math.inf, 0
+    for _ in range(repeat):
+        cpu = time.process_time()
+        result = method.explain(point.model, data, np.random.default_rng(0))
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+        best, runs = min(best, result.time_explain), runs + 1
+        # a long run is timed once, unless far above its prediction: a compilation of a
+        # new specialisation, or another process holding the core, once more
+        if result.time_explain > LONG_RUN and not (runs == 1 and best > SUSPECT * predicted):
+            break
+    return best, best_cpu, runs
+
+
+class _Skipped(Exception):
+    """The method declines this point (its reason)."""
+
+
+def _predict(history: list[tuple[float, float]], size: float, stated: float | None,
+             floor: float) -> float:
+    """Time of the next point: the last one scaled by the size ratio to the power of the
+    larger of the stated exponent and the last measured slope (when both its points are
+    above the floor), capped at MAX_SLOPE."""
+    last_x, last_t = history[-1]
+    slopes = [stated if stated is not None else 1.0]
+    if len(history) >= 2 and min(history[-2][1], last_t) >= floor:
+        slopes.append(_slope(np.array([history[-2][0], last_x]),
+                             np.array([history[-2][1], last_t])))
+    return last_t * (size / last_x) ** min(max(slopes), MAX_SLOPE)
+
+
+def fit_exponents(points: pd.DataFrame, stated: dict[str, dict[str, float | None]],
+                  floor: float = FLOOR, tolerance: float = TOLERANCE) -> pd.DataFrame:
+    """Least-squares slope of log CPU seconds on log size per (method, axis), over the points
+    timed at or above the axis's noise floor: ``floor``, and at least ``FLOOR_FACTOR``
+    times the axis's fastest point; over every timed point when fewer than two are above
+    (a flat curve: the exponent is then near 0). ``stated`` maps a method to its stated
+    exponents."""
+    rows = []
+    for (method, axis), group in points.groupby(["method", "axis"], sort=False):
+        ok = group[group["status"] == "ok"]
+        level = max(floor, FLOOR_FACTOR * ok[TIME].min()) if len(ok) else floor
+        timed = ok[ok[TIME] >= level]
+        claim = stated.get(method, {}).get(axis)
+        row = {"method": method, "axis": axis, "exponent": math.nan,
+               "stated": math.nan if claim is None else float(claim), "difference": math.nan,
+               "agrees": None, "n_points": len(timed), "x_min": math.nan, "x_max": math.nan,
+               "note": ""}
+        if len(timed) < 2:  # all but one below the floor: the slope of the overheads
+            timed = group[group["status"] == "ok"]
+            if len(timed) >= 2:
+                row["note"] = (f"fitted over every point: fewer than 2 at or above the noise "
+                               f"floor ({1e3 * level:.3g} ms)")
+        if len(timed) >= 2 and timed["x"].nunique() >= 2:
+            row.update(exponent=_slope(timed["x"].to_numpy(float), timed[TIME].to_numpy(
+                float)), x_min=float(timed["x"].min()), x_max=float(timed["x"].max()))
+            if claim is not None:
+                row["difference"] = row["exponent"] - claim
+                row["agrees"] = bool(abs(row["difference"]) <= tolerance)
+        else:
+            reasons = group["reason"].dropna()
+            row["note"] = (f"{len(timed)} point(s) timed"
+                           + (f"; {reasons.iloc[0]}" if len(reasons) else ""))
+        if claim is None and not row["note"]:
+            row["note"] = "no power law stated on this axis"
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(EXPONENT_COLUMNS))
+
+
+def scaling_methods(names: list[str] | None = None) -> list[Method]:
+    """Every registered method (or those named), with :data:`FIXED_WORK` applied."""
+    chosen = registry.method_names() if not names else names
+    return [registry.make_method(name, **FIXED_WORK.get(name, {})) for name in chosen]
+
+
+def run_scaling(methods: list[str] | None = None, axes: tuple[str, ...] = AXES,
+                sizes: dict[str, tuple[int, ...]] | None = None, budget: float = BUDGET,
+                fit_budget: float = FIT_BUDGET, repeat: int = 3, floor: float = FLOOR,
+                jobs: int = 2, on_step: Callable[[str], None] | None = None) -> dict:
+    """Time every method along each axis (see the module docstring).
+
+    Parameters
+    ----------
+    methods : list of str, optional
+        Registered method names (default: all).
+    axes, sizes
+        Axes to walk and their sizes (default: :data:`AXES`, :data:`SIZES`).
+    budget : float
+        Largest predicted seconds of one timed point; larger points are skipped.
+    fit_budget : float
+        Largest predicted seconds to grow one point's forest (with ``jobs`` processes).
+    repeat : int
+        Timed runs per point, the fastest kept.
+    floor : float
+        Points faster than this are left out of the exponent fits.
+
+    Returns
+    -------
+    dict
+        ``settings`` (base point, sizes, budgets, data and model, threads), ``points`` (a
+        DataFrame with :data:`POINT_COLUMNS`), ``exponents`` (:data:`EXPONENT_COLUMNS`) and
+        ``wall_seconds``.
+    """
+    say = on_step or (lambda text: None)
+    sizes = {**SIZES, **(sizes or {})}
+    start = time.perf_counter()
+    instances = scaling_methods(methods)
+    rows: list[dict] = []
+    ready = []
+    for method in instances:
+        missing = method.missing_packages()
+        if missing:
+            rows += [_row(method, axis, size, "not installed", f"needs {', '.join(missing)}")
+                     for axis in axes for size in sizes[axis]]
+            continue
+        say(f"preparing {method.name}")
+        method.prepare()  # compile its kernels once, untimed
+        ready.append(method)
+    for axis in axes:
+        forests = _Points(axis, ready, jobs)
+        history: dict[str, list[tuple[float, float]]] = {m.name: [] for m in ready}
+        stopped: dict[str, str] = {}
+        for size in sizes[axis]:
+            for method in ready:
+                key = method.name
+                if key in stopped:
+                    rows.append(_row(method, axis, size, "skipped", stopped[key]))
+                    continue
+                kind = _kind(axis, method)
+                fit = forests.predicted_fit(size, kind)
+                if fit > fit_budget:
+                    stopped[key] = (f"its forest is predicted to take {fit:.3g} s to grow "
+                                    f"> fit budget {fit_budget:g} s")
+                    rows.append(_row(method, axis, size, "skipped", stopped[key]))
+                    continue
+                predicted = math.nan
+                if history[key]:  # predicted from the nominal sizes, before growing a forest
+                    predicted = _predict(history[key], size, method.complexity.get(axis),
+                                         floor)
+                    # a second point is worth more than a budget: without it, no exponent
+                    second = len(history[key]) < 2 and predicted <= SECOND_POINT * budget
+                    if predicted > budget and not second:
+                        stopped[key] = (f"predicted {predicted:.3g} s > budget {budget:g} s "
+                                        "(and every larger size)")
+                        rows.append(_row(method, axis, size, "skipped", stopped[key],
+                                         predicted=predicted))
+                        continue
+                point = forests.get(size, kind)
+                x = point.shape["mean_depth"] if axis == "depth" else float(size)
+                say(f"{axis} = {size}: {key}")
+                row = _row(method, axis, size, "ok", None, x=x, predicted=predicted,
+                           point=point)
+                try:
+                    row["seconds"], row["cpu_seconds"], row["runs"] = _time_explain(
+                        method, point, repeat, predicted)
+                    history[key].append((size, row["seconds"]))
+                except _Skipped as exc:
+                    row.update(status="skipped", reason=str(exc))
+                except Exception as exc:  # noqa: BLE001 (a failing method is a row)
+                    row.update(status="error", reason=f"{type(exc).__name__}: {exc}"[:300])
+                    stopped[key] = "an earlier size failed"
+                rows.append(row)
+    points = pd.DataFrame(rows, columns=list(POINT_COLUMNS))
+    stated = {m.name: dict(m.complexity) for m in instances}
+    return {"settings": {"base": BASE, "sizes": {a: list(sizes[a]) for a in axes},
+                         "budget_seconds": budget, "fit_budget_seconds": fit_budget,
+                         "repeat": repeat, "floor_seconds": floor,
+                         "floor_factor": FLOOR_FACTOR, "tolerance": TOLERANCE,
+                         "dataset": DATASET, "model": MODEL, "fixed_work": FIXED_WORK,
+                         "threads": numba.get_num_threads()},
+            "points": points, "exponents": fit_exponents(points, stated, floor),
+            "stated": stated, "wall_seconds": time.perf_counter() - start}
+
+
+def _row(method: Method, axis: str, size: int, status: str, reason: str | None,
+         x: float = math.nan, predicted: float = math.nan, point: Point | None = None) -> dict:
+    shape = point.shape if point is not None else {}
+    return {"method": method.name, "axis": axis, "size": size, "x": x, "seconds": math.nan,
+            "cpu_seconds": math.nan, "runs": 0, "status": status, "reason": reason,
+            "predicted_seconds": predicted,
+            "mean_depth": shape.get("mean_depth", math.nan),
+            "mean_leaves": shape.get("mean_leaves", math.nan),
+            "fit_seconds": point.fit_seconds if point is not None else math.nan}
+
+
+def scaling_record(result: dict) -> dict:
+    """The JSON form of :func:`run_scaling`'s result (tables as lists of records)."""
+    def records(frame: pd.DataFrame) -> list[dict]:
+        return [{k: (None if isinstance(v, float) and math.isnan(v) else v)
+                 for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+    return {"settings": result["settings"], "wall_seconds": result["wall_seconds"],
+            "stated": result["stated"], "exponents": records(result["exponents"]),
+            "points": records(result["points"])}

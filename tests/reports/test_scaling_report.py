@@ -1,0 +1,68 @@
+"""The scaling report: exponents fitted by least squares above the noise floor, and the run
+report's "Scaling" section, present exactly where the run folder holds a ``scaling.json``."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.bench.scaling import POINT_COLUMNS, fit_exponents
+from harness.core import registry
+from harness.reports import scaling
+
+SIZES = np.array([1e3, 1e4, 1e5, 1e6])
+
+
+def _points(method: str, seconds: np.ndarray, axis: str = "n") -> list[dict]:
+    return [{**dict.fromkeys(POINT_COLUMNS), "method": method, "axis": axis, "size": x,
+             "x": x, "seconds": t, "cpu_seconds": t, "runs": 1, "status": "ok"}
+            for x, t in zip(SIZES, seconds)]
+
+
+@pytest.fixture
+def points() -> pd.DataFrame:
+    rows = (_points("linear", 1e-6 * SIZES)  # t = 1e-6 n: slope 1 exactly
+            # below 10 ms the call's overhead: t = max(0.01, 1e-9 n^2); above it, slope 2
+            + _points("quadratic", np.maximum(0.01, 1e-9 * SIZES ** 2))
+            + _points("flat", np.array([1e-3, 1.1e-3, 0.95e-3, 1e-3])))
+    rows.append({**rows[0], "size": 1e7, "x": math.nan, "seconds": math.nan,
+                 "cpu_seconds": math.nan, "status": "skipped", "reason": "predicted 10 s > "
+                 "budget 1 s (and every larger size)"})
+    return pd.DataFrame(rows, columns=list(POINT_COLUMNS))
+
+
+def test_exponents_are_least_squares_slopes_above_the_floor(points):
+    stated = {"linear": {"n": 1}, "quadratic": {"n": 1}, "flat": {"n": 0}}
+    table = fit_exponents(points, stated).set_index("method")
+    assert table.at["linear", "exponent"] == pytest.approx(1.0, abs=1e-12)
+    # the fastest point is below twice itself, and the skipped one has no time
+    assert table.at["linear", "n_points"] == 3
+    # only the points at or above 2 x 10 ms: n = 1e4, 1e5, 1e6, on t = 1e-9 n^2
+    assert table.at["quadratic", "exponent"] == pytest.approx(2.0, abs=1e-12)
+    assert table.at["quadratic", "n_points"] == 3
+    assert [table.at[m, "agrees"] for m in ("quadratic", "linear")] == [False, True]
+    # a flat curve: no point reaches twice the fastest, so every point is fitted
+    assert abs(table.at["flat", "exponent"]) < 0.05
+    assert table.at["flat", "agrees"] == True  # noqa: E712 (a numpy bool)
+    assert "fitted over every point" in table.at["flat", "note"]
+
+
+def test_run_report_shows_scaling_where_the_folder_has_it(run_folder, points):
+    assert scaling.build(None, run_folder) == []  # no scaling.json: no section
+    exponents = fit_exponents(points, {"linear": {"n": 1}, "quadratic": {"n": 1}})
+    record = {"settings": {"base": {"n": 1000}, "dataset": "d", "model": "m", "repeat": 3,
+                           "floor_seconds": 0.001, "floor_factor": 2.0, "budget_seconds": 1.0,
+                           "tolerance": 0.35},
+              "points": json.loads(points.to_json(orient="records")),
+              "exponents": json.loads(exponents.to_json(orient="records"))}
+    (run_folder / "scaling.json").write_text(json.dumps(record), encoding="utf-8")
+    written = registry.build_reports(run_folder)
+    page = (run_folder / "index.html").read_text(encoding="utf-8")
+    assert 'id="section-scaling"' in page
+    assert 'src="scaling.png"' in page
+    assert "2.00 (stated 1)" in page  # the quadratic method's fitted and stated exponents
+    assert {"scaling.png", "scaling_exponents.csv"} <= {path.name for path in written}
