@@ -25,11 +25,16 @@ is reset per (tree, feature) by a generation stamp.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from harness.forest.packed import PackedForest, child
 from harness.forest.permutations import GOLDEN64, MUL64_B, mix64
 from harness.kernels.reroute.permutation import path_pairs
+
+#: Most groups of trees summed apart (tasks of the parallel loop; 4 keep 2 threads balanced).
+TREE_GROUPS = 4
+#: Bytes the groups' extra shift arrays may take together.
+GROUP_BUDGET = 8 << 20
 
 
 @njit(cache=True)
@@ -87,27 +92,14 @@ def table_slot(table_keys, table_stamp, generation, key, mask):
 
 
 @njit(cache=True)
-def _projected_oob_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
-                         counts, targets):
-    """Sum over each row's OOB trees of (projected output - tree output), per feature.
-
-    Parameters
-    ----------
-    targets : ndarray (n, n_values)
-        The regression target as a column, or the one-hot classes (projected class
-        probabilities are count-weighted class frequencies, like the leaves' values).
-
-    Returns
-    -------
-    shift : ndarray (n, p, n_values)
-        Rows whose path in a tree never meets j get no shift from that tree.
-    """
+def _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
+                 counts, targets, first_tree, last_tree, shift):
+    """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of
+    :func:`_projected_oob_shift` into ``shift``, with buffers of their own."""
     n, p = X32.shape
-    n_trees = offsets.size - 1
     n_values = value.shape[1]
-    shift = np.zeros((n, p, n_values))
     largest = 1
-    for t in range(n_trees):
+    for t in range(first_tree, last_tree):
         largest = max(largest, offsets[t + 1] - offsets[t])
     cur = np.empty(largest + 2, dtype=np.int64)
     nxt = np.empty(largest + 2, dtype=np.int64)
@@ -120,7 +112,7 @@ def _projected_oob_shift(left, right, feature, threshold, missing, value, offset
     generation = 0
     in_rows = np.empty(n, dtype=np.int64)
     out_rows = np.empty(n, dtype=np.int64)
-    for t in range(n_trees):
+    for t in range(first_tree, last_tree):
         start = offsets[t]
         n_in = 0
         n_out = 0
@@ -183,6 +175,48 @@ def _projected_oob_shift(left, right, feature, threshold, missing, value, offset
                 mass = table_weight[chosen]
                 for c in range(n_values):
                     shift[row, j, c] += table_sum[chosen, c] / mass - value[leaf, c]
+
+
+def tree_groups(n_trees: int, shift_bytes: int) -> int:
+    """How many contiguous groups of trees :func:`_projected_oob_shift` sums apart.
+
+    Up to ``TREE_GROUPS``, while the extra shift arrays stay within ``GROUP_BUDGET`` bytes.
+    The count depends on the sizes only, never on the number of threads, so the result is
+    the same bit for bit on any number of threads.
+    """
+    extra = GROUP_BUDGET // max(shift_bytes, 1)
+    return int(max(1, min(TREE_GROUPS, n_trees, 1 + extra)))
+
+
+@njit(cache=True, parallel=True)
+def _projected_oob_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
+                         counts, targets, n_groups):
+    """Sum over each row's OOB trees of (projected output - tree output), per feature.
+
+    The trees are cut into ``n_groups`` contiguous groups, summed apart in parallel (one task
+    each) and then added in group order: the sums do not depend on the number of threads.
+
+    Parameters
+    ----------
+    targets : ndarray (n, n_values)
+        The regression target as a column, or the one-hot classes (projected class
+        probabilities are count-weighted class frequencies, like the leaves' values).
+
+    Returns
+    -------
+    shift : ndarray (n, p, n_values)
+        Rows whose path in a tree never meets j get no shift from that tree.
+    """
+    n, p = X32.shape
+    n_trees = offsets.size - 1
+    shift = np.zeros((n, p, value.shape[1]))
+    others = np.zeros((n_groups - 1, n, p, value.shape[1]))  # the first group writes shift
+    for g in prange(n_groups):
+        _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
+                     counts, targets, g * n_trees // n_groups, (g + 1) * n_trees // n_groups,
+                     shift if g == 0 else others[g - 1])
+    for g in range(n_groups - 1):
+        shift += others[g]
     return shift
 
 
@@ -190,6 +224,8 @@ def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarra
                         targets: np.ndarray) -> np.ndarray:
     """Sum over each row's OOB trees of (projected output − tree output), per feature, for
     ``forest`` (a forest view's ``packed`` field); see :func:`_projected_oob_shift`."""
+    shift_bytes = X32.shape[0] * X32.shape[1] * forest.value.shape[1] * 8
     return _projected_oob_shift(forest.left, forest.right, forest.feature, forest.threshold,
                                 forest.missing_left, forest.value, forest.offsets,
-                                forest.max_depth, X32, counts, targets)
+                                forest.max_depth, X32, counts, targets,
+                                tree_groups(forest.n_trees, shift_bytes))
