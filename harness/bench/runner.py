@@ -24,7 +24,12 @@ The table (``bench.json``, one record per row) has the columns ``case``, ``metho
 ``reference`` (the other tool or method, or None), ``reference_status`` ("ok", "not
 installed" or "error: ..."), ``reference_seconds``, ``reference_ratio_to_predict``,
 ``speedup`` (reference seconds / ours), ``target_speedup``, ``max_abs_diff``,
-``max_diff_in_std``, ``note``, ``threads`` (numba threads), ``peak_mib`` (the largest
+``max_diff_in_std``, ``note``, ``threads`` (numba threads), ``one_thread_seconds``,
+``thread_speedup`` (one thread's seconds over ours), ``target_thread_speedup`` and
+``same_as_one_thread`` (the values and stds equal to the last bit; the four columns are
+filled only when the bench runs on more than one thread: each method is then also timed on
+one thread, runs alternating between the two counts so that both see the same load),
+``peak_mib`` (the largest
 memory in use above the start of a run: numpy and numba arrays, traced by ``tracemalloc`` in
 one more run after the timed ones, since tracing slows allocation), ``memory_ratio`` (peak
 over the output's size plus the packed forest's), ``target_memory_ratio`` and
@@ -56,7 +61,8 @@ NAN = float("nan")
 COLUMNS = ("case", "method", "n_rows", "seconds", "predict_seconds", "ratio_to_predict",
            "target_ratio", "reference", "reference_status", "reference_seconds",
            "reference_ratio_to_predict", "speedup", "target_speedup", "max_abs_diff",
-           "max_diff_in_std", "note", "threads", "peak_mib", "memory_ratio",
+           "max_diff_in_std", "note", "threads", "one_thread_seconds", "thread_speedup",
+           "target_thread_speedup", "same_as_one_thread", "peak_mib", "memory_ratio",
            "target_memory_ratio", "meets_target")
 
 
@@ -132,6 +138,10 @@ MDA_TEST_SPEEDUP = 3.0
 # issue 21: our path-dependent TreeSHAP not slower than XGBoost's / LightGBM's own C++, on
 # the first rows of 10^5 (shap takes longer)
 BOOSTED_TREESHAP_SPEEDUP, BOOSTED_TREESHAP_ROWS = 1.0, 2000
+# issue 22: the kernels that dominate a study's time, at least this much faster on 2 threads
+# than on one (by method name, every variant: path-dependent and interventional TreeSHAP,
+# tree SAGE with either imputation, Sobol-MDA)
+THREAD_TARGETS = {"treeshap": 1.7, "tree_sage": 1.7, "sobol_mda": 1.7}
 # issue 6: peak memory of an explain within 2x of its output size plus the flattened forest
 MEMORY_TARGET = 2.0
 UNTRACED_METHODS = ("sage",)
@@ -259,6 +269,35 @@ def timed(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return best, result
 
 
+def timed_beside_one_thread(call: Callable[[], Any],
+                            repeat: int) -> tuple[float, Any, float, Any]:
+    """Best wall time and last result of ``call`` on numba's current number of threads and
+    on one thread, runs alternating between the two (so that both see the same load on a
+    shared machine; one run each if a run is longer than ``LONG_RUN`` seconds)."""
+    threads = numba.get_num_threads()
+    best, results = [float("inf"), float("inf")], [None, None]
+    try:
+        for _ in range(repeat):
+            for k, count in enumerate((threads, 1)):
+                numba.set_num_threads(count)
+                start = time.perf_counter()
+                results[k] = call()
+                best[k] = min(best[k], time.perf_counter() - start)
+            if min(best) > LONG_RUN:
+                break
+    finally:
+        numba.set_num_threads(threads)
+    return best[0], results[0], best[1], results[1]
+
+
+def same_bits(a, b) -> bool:
+    """Whether two results hold the same values and stds, to the last bit (NaN equal NaN)."""
+    if (a.std is None) != (b.std is None):
+        return False
+    return bool(np.array_equal(a.values, b.values, equal_nan=True)
+                and (a.std is None or np.array_equal(a.std, b.std, equal_nan=True)))
+
+
 def traced_peak(call: Callable[[], Any]) -> tuple[int, Any]:
     """Peak bytes allocated above the start while ``call`` runs (numpy and numba arrays
     included: both allocate through Python's traced allocator), and its result."""
@@ -325,6 +364,9 @@ def _meets(row: dict) -> bool | None:
         checks.append(row["speedup"] >= row["target_speedup"])
     if row["target_memory_ratio"] == row["target_memory_ratio"]:
         checks.append(row["memory_ratio"] <= row["target_memory_ratio"])
+    if row["target_thread_speedup"] == row["target_thread_speedup"]:
+        checks.append(row["thread_speedup"] >= row["target_thread_speedup"]
+                      and bool(row["same_as_one_thread"]))
     return bool(all(checks)) if checks else None
 
 
@@ -392,7 +434,13 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
                 if warm else method
             cheap = spec in case.rows and not warm and not all_rows
             explain(warm_method, model, Xn[:8] if cheap else Xn, yn[:8] if cheap else yn)
-            seconds, result = timed(lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
+            threads = numba.get_num_threads()
+            one_thread = one_result = None
+            if threads > 1:
+                seconds, result, one_thread, one_result = timed_beside_one_thread(
+                    lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
+            else:
+                seconds, result = timed(lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
             # memory from one more run: tracing slows every allocation, so it is not timed
             traced = method.name not in UNTRACED_METHODS
             peak = traced_peak(lambda: explain(method, model, Xn, yn))[0] if traced else None  # noqa: B023
@@ -406,8 +454,13 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
                     "reference_ratio_to_predict": NAN, "speedup": NAN,
                     "target_speedup": case.speedup_targets.get(spec, NAN),
                     "max_abs_diff": NAN, "max_diff_in_std": NAN, "note": None,
-                    "threads": numba.get_num_threads(), "peak_mib": NAN,
-                    "memory_ratio": NAN, "target_memory_ratio": NAN}
+                    "threads": threads, "one_thread_seconds": NAN, "thread_speedup": NAN,
+                    "target_thread_speedup": NAN, "same_as_one_thread": None,
+                    "peak_mib": NAN, "memory_ratio": NAN, "target_memory_ratio": NAN}
+            if one_result is not None:
+                base.update(one_thread_seconds=one_thread, thread_speedup=one_thread / seconds,
+                            target_thread_speedup=THREAD_TARGETS.get(method.name, NAN),
+                            same_as_one_thread=same_bits(result, one_result))
             if traced:
                 base.update(peak_mib=peak / 2**20, target_memory_ratio=MEMORY_TARGET,
                             memory_ratio=peak / (_output_bytes(result) + forest_bytes))
