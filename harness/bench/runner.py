@@ -22,20 +22,20 @@ from other random draws.
 The table (``bench.json``, one record per row) has the columns ``case``, ``method``,
 ``n_rows``, ``seconds``, ``predict_seconds``, ``ratio_to_predict``, ``target_ratio``,
 ``reference`` (the other tool or method, or None), ``reference_status`` ("ok", "not
-installed" or "error: ..."), ``reference_seconds``, ``reference_ratio_to_predict``,
-``speedup`` (reference seconds / ours), ``target_speedup``, ``max_abs_diff``,
-``max_diff_in_std``, ``note``, ``threads`` (numba threads), ``one_thread_seconds``,
-``thread_speedup`` (one thread's seconds over ours), ``target_thread_speedup`` and
-``same_as_one_thread`` (the values and stds equal to the last bit; the four columns are
-filled only when the bench runs on more than one thread: each method is then also timed on
-one thread, runs alternating between the two counts so that both see the same load),
-``peak_mib`` (the largest
-memory in use above the start of a run: numpy and numba arrays, traced by ``tracemalloc`` in
-one more run after the timed ones, since tracing slows allocation), ``memory_ratio`` (peak
-over the output's size plus the packed forest's), ``target_memory_ratio`` and
-``meets_target`` (every set target met; None where no target is set). The memory target
-(issue 6: within 2x of output + flattened forest) applies to every method but ``sage``,
-which wraps another package (not traced, so that tracing does not slow its Python loops).
+installed", "not run: <why>" for a release known to fail on the model, or "error: ..."),
+``reference_seconds``, ``reference_ratio_to_predict``, ``speedup`` (reference seconds /
+ours), ``target_speedup``, ``max_abs_diff``, ``max_diff_in_std``, ``note``, ``threads``
+(numba threads), ``one_thread_seconds``, ``thread_speedup`` (one thread's seconds over
+ours), ``target_thread_speedup`` and ``same_as_one_thread`` (the values and stds equal to
+the last bit; the four columns are filled only when the bench runs on more than one thread:
+each method is then also timed on one thread, runs alternating between the two counts so
+that both see the same load), ``peak_mib`` (the largest memory in use above the start of a
+run: numpy and numba arrays, traced by ``tracemalloc`` in one more run after the timed ones,
+since tracing slows allocation), ``memory_ratio`` (peak over the output's size plus the
+packed forest's), ``target_memory_ratio`` and ``meets_target`` (every set target met; None
+where no target is set). The memory target (issue 6: within 2x of output + flattened forest)
+applies to every method but ``sage``, which wraps another package (not traced, so that
+tracing does not slow its Python loops).
 """
 
 from __future__ import annotations
@@ -333,7 +333,7 @@ def _beside_tool(row: dict, pair: Pair, ours, model, X, y, params: dict, repeat:
     reusing its run in ``runs`` with the same rows and parameters)."""
     tool = TOOLS[pair.tool]
     row.update(reference=tool.name, target_speedup=pair.min_speedup, note=tool.note)
-    reason = missing(tool.module)
+    reason = missing(tool.module) or (tool.refuses(model) if tool.refuses else None)
     if reason:
         row["reference_status"] = reason
         return

@@ -9,6 +9,8 @@ fixed by the input's sizes, never by the number of threads). Speed is measured b
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 import pytest
@@ -114,3 +116,34 @@ def test_groups_of_trees_add_up_to_the_whole_forest(regression):
     assert path_dependent.work_split(40, 20, 40 * 6 * 8)[1] == 4
     np.testing.assert_allclose(grouped, whole, rtol=0, atol=1e-12)
     assert not np.array_equal(grouped, np.zeros_like(grouped))
+
+
+def test_bench_on_two_threads_prints_the_speed_up_over_one(tmp_path, monkeypatch, capsys):
+    """``bench --threads 2`` times each method on one thread too: the speed-up column is one
+    thread's best over two threads', the 1.7x target applies to TreeSHAP and Sobol-MDA (not
+    to local MDI), and the results are marked equal to one thread's bits."""
+    import json
+
+    from harness.bench import runner as bench
+    from harness.cli.main import main
+
+    tiny = bench.BenchCase(
+        "tiny-threads", "Friedman #1, 200 rows, 10 trees",
+        lambda: make_friedman1(n_samples=200, random_state=0),
+        lambda: RandomForestRegressor(n_estimators=10, random_state=0),
+        ("local_mdi", "treeshap", "sobol_mda"), rows={"treeshap": 40})
+    monkeypatch.setitem(bench.CASES, "tiny-threads", tiny)
+    out = tmp_path / "bench.json"
+    before = numba.get_num_threads()
+    try:
+        assert main(["bench", "--case", "tiny-threads", "--threads", "2", "--repeat", "2",
+                     "--out", str(out), "--no-progress"]) == 0
+    finally:
+        numba.set_num_threads(before)
+    rows = {row["method"]: row for row in json.loads(out.read_text())}
+    assert "threads x" in capsys.readouterr().out
+    for method, row in rows.items():
+        assert row["threads"] == 2 and row["same_as_one_thread"] is True
+        assert math.isclose(row["thread_speedup"], row["one_thread_seconds"] / row["seconds"],
+                            rel_tol=1e-6)  # JSON keeps 10 digits
+        assert (row["target_thread_speedup"] == 1.7) == (method != "local_mdi")
