@@ -1,15 +1,15 @@
 """``python -m harness bench``: method time as a multiple of the forest's own predict, and
 side by side with other libraries.
 
-Every case fits one forest (scikit-learn's; the ``xgboost`` and ``lightgbm`` cases, issue 21,
-a boosted model of their optional library, left out of the default run when it is not
-installed) on all its rows and, in one process, times the
-forest's ``predict`` / ``predict_proba`` on the explained rows and each method on the same
-rows (best of ``repeat`` runs, or one run when a run takes longer than ``LONG_RUN`` seconds,
-after an untimed warm-up that compiles the kernels). A case may explain only its first rows
-with an expensive method (``BenchCase.rows``). Ratios, not seconds, are the figures to compare
-across machines. The out-of-bag methods get the training rows (here all rows); ``mda_test``
-gets the same rows as a stand-in held-out set.
+Every case fits one forest (scikit-learn's; the ``xgboost`` and ``lightgbm`` cases, issue
+21, a boosted model of their optional library, left out of the default run when it is not
+installed) on all its rows and, in one process, times the forest's ``predict`` /
+``predict_proba`` on the explained rows and each method on the same rows (best of ``repeat``
+runs, or one run when a run takes longer than ``LONG_RUN`` seconds, after an untimed warm-up
+that compiles the kernels; BLAS runs on one thread throughout). A case may explain only its
+first rows with an expensive method (``BenchCase.rows``). Ratios, not seconds, are the
+figures to compare across machines. The out-of-bag methods get the training rows (here all
+rows); ``mda_test`` gets the same rows as a stand-in held-out set.
 
 A method may be paired with another library's implementation of the same quantity
 (:mod:`harness.bench.comparators`: shap, treeinterpreter, fasttreeshap, XGBoost's and
@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 from sklearn.datasets import load_breast_cancer, load_digits, make_friedman1
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier, RandomForestRegressor
+from threadpoolctl import threadpool_limits
 
 from harness.bench.comparators import TOOLS, aligned, missing
 from harness.core.errors import NotInstalledError, unknown_name
@@ -414,78 +415,85 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
             on_step(text, done, total)
 
     rows = []
-    for case, chosen in plan:
-        step(f"{case.name}: fitting")
-        X, y = case.data()
-        model = case.forest().fit(X, y)
-        forest_bytes = forest_view(model).packed.nbytes
-        done += 1
-        predict_seconds: dict[int, float] = {}
-        results, tool_runs = {}, {}
-        for spec in chosen:
-            step(f"{case.name}: {spec}")
-            n = len(X) if all_rows else min(case.rows.get(spec, len(X)), len(X))
-            Xn, yn = X[:n], y[:n]
-            if n not in predict_seconds:
-                predict_seconds[n] = timed(lambda: predict_output(model, Xn), repeat)[0]  # noqa: B023
-            method = expand_methods([spec])[0]
-            warm = case.warm_up.get(spec)
-            warm_method = expand_methods([{"name": method.name, **method.params, **warm}])[0] \
-                if warm else method
-            cheap = spec in case.rows and not warm and not all_rows
-            explain(warm_method, model, Xn[:8] if cheap else Xn, yn[:8] if cheap else yn)
-            threads = numba.get_num_threads()
-            one_thread = one_result = None
-            if threads > 1:
-                seconds, result, one_thread, one_result = timed_beside_one_thread(
-                    lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
-            else:
-                seconds, result = timed(lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
-            # memory from one more run: tracing slows every allocation, so it is not timed
-            traced = method.name not in UNTRACED_METHODS
-            peak = traced_peak(lambda: explain(method, model, Xn, yn))[0] if traced else None  # noqa: B023
+    # BLAS on one thread throughout, as the comparators and predict are: OpenBLAS's own
+    # threads spin on a busy machine (measured: a 31 x 31 eigh of tree SAGE's control
+    # variates took 56 ms on 2 BLAS threads beside other work, 1.2 ms on one)
+    blas = threadpool_limits(limits=1, user_api="blas")
+    try:
+        for case, chosen in plan:
+            step(f"{case.name}: fitting")
+            X, y = case.data()
+            model = case.forest().fit(X, y)
+            forest_bytes = forest_view(model).packed.nbytes
             done += 1
-            results[spec] = (seconds, result)
-            base = {"case": case.name, "method": spec, "n_rows": n, "seconds": seconds,
-                    "predict_seconds": predict_seconds[n],
-                    "ratio_to_predict": seconds / predict_seconds[n],
-                    "target_ratio": case.targets.get(spec, NAN), "reference": None,
-                    "reference_status": None, "reference_seconds": NAN,
-                    "reference_ratio_to_predict": NAN, "speedup": NAN,
-                    "target_speedup": case.speedup_targets.get(spec, NAN),
-                    "max_abs_diff": NAN, "max_diff_in_std": NAN, "note": None,
-                    "threads": threads, "one_thread_seconds": NAN, "thread_speedup": NAN,
-                    "target_thread_speedup": NAN, "same_as_one_thread": None,
-                    "peak_mib": NAN, "memory_ratio": NAN, "target_memory_ratio": NAN}
-            if one_result is not None:
-                base.update(one_thread_seconds=one_thread, thread_speedup=one_thread / seconds,
-                            target_thread_speedup=THREAD_TARGETS.get(method.name, NAN),
-                            same_as_one_thread=same_bits(result, one_result))
-            if traced:
-                base.update(peak_mib=peak / 2**20, target_memory_ratio=MEMORY_TARGET,
-                            memory_ratio=peak / (_output_bytes(result) + forest_bytes))
-            pairs = [pair for pair in case.pairs if pair.method == spec]
-            reference = case.references.get(spec)
-            if reference in results:
-                base.update(reference=reference, reference_status="ok",
-                            reference_seconds=results[reference][0],
-                            reference_ratio_to_predict=results[reference][0] / base[
-                                "predict_seconds"],
-                            speedup=results[reference][0] / seconds)
-                if spec.startswith("tree_sage[imputation=marginal"):
-                    theirs = results[reference][1]
-                    base["max_diff_in_std"] = _difference_in_std(
-                        result.values, result.std, theirs.values, theirs.std)
-            for pair in pairs:
-                step(f"{case.name}: {spec} vs {pair.tool}")
-                row = dict(base)
-                _beside_tool(row, pair, result, model, Xn, yn, method.params, repeat,
-                             tool_runs)
-                row["meets_target"] = _meets(row)
-                rows.append(row)
+            predict_seconds: dict[int, float] = {}
+            results, tool_runs = {}, {}
+            for spec in chosen:
+                step(f"{case.name}: {spec}")
+                n = len(X) if all_rows else min(case.rows.get(spec, len(X)), len(X))
+                Xn, yn = X[:n], y[:n]
+                if n not in predict_seconds:
+                    predict_seconds[n] = timed(lambda: predict_output(model, Xn), repeat)[0]  # noqa: B023
+                method = expand_methods([spec])[0]
+                warm = case.warm_up.get(spec)
+                warm_method = expand_methods([{"name": method.name, **method.params, **warm}])[0] \
+                    if warm else method
+                cheap = spec in case.rows and not warm and not all_rows
+                explain(warm_method, model, Xn[:8] if cheap else Xn, yn[:8] if cheap else yn)
+                threads = numba.get_num_threads()
+                one_thread = one_result = None
+                if threads > 1:
+                    seconds, result, one_thread, one_result = timed_beside_one_thread(
+                        lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
+                else:
+                    seconds, result = timed(lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
+                # memory from one more run: tracing slows every allocation, so it is not timed
+                traced = method.name not in UNTRACED_METHODS
+                peak = traced_peak(lambda: explain(method, model, Xn, yn))[0] if traced else None  # noqa: B023
                 done += 1
-            if not pairs:
-                base["meets_target"] = _meets(base)
-                rows.append(base)
+                results[spec] = (seconds, result)
+                base = {"case": case.name, "method": spec, "n_rows": n, "seconds": seconds,
+                        "predict_seconds": predict_seconds[n],
+                        "ratio_to_predict": seconds / predict_seconds[n],
+                        "target_ratio": case.targets.get(spec, NAN), "reference": None,
+                        "reference_status": None, "reference_seconds": NAN,
+                        "reference_ratio_to_predict": NAN, "speedup": NAN,
+                        "target_speedup": case.speedup_targets.get(spec, NAN),
+                        "max_abs_diff": NAN, "max_diff_in_std": NAN, "note": None,
+                        "threads": threads, "one_thread_seconds": NAN, "thread_speedup": NAN,
+                        "target_thread_speedup": NAN, "same_as_one_thread": None,
+                        "peak_mib": NAN, "memory_ratio": NAN, "target_memory_ratio": NAN}
+                if one_result is not None:
+                    base.update(one_thread_seconds=one_thread, thread_speedup=one_thread / seconds,
+                                target_thread_speedup=THREAD_TARGETS.get(method.name, NAN),
+                                same_as_one_thread=same_bits(result, one_result))
+                if traced:
+                    base.update(peak_mib=peak / 2**20, target_memory_ratio=MEMORY_TARGET,
+                                memory_ratio=peak / (_output_bytes(result) + forest_bytes))
+                pairs = [pair for pair in case.pairs if pair.method == spec]
+                reference = case.references.get(spec)
+                if reference in results:
+                    base.update(reference=reference, reference_status="ok",
+                                reference_seconds=results[reference][0],
+                                reference_ratio_to_predict=results[reference][0] / base[
+                                    "predict_seconds"],
+                                speedup=results[reference][0] / seconds)
+                    if spec.startswith("tree_sage[imputation=marginal"):
+                        theirs = results[reference][1]
+                        base["max_diff_in_std"] = _difference_in_std(
+                            result.values, result.std, theirs.values, theirs.std)
+                for pair in pairs:
+                    step(f"{case.name}: {spec} vs {pair.tool}")
+                    row = dict(base)
+                    _beside_tool(row, pair, result, model, Xn, yn, method.params, repeat,
+                                 tool_runs)
+                    row["meets_target"] = _meets(row)
+                    rows.append(row)
+                    done += 1
+                if not pairs:
+                    base["meets_target"] = _meets(base)
+                    rows.append(base)
+    finally:
+        blas.restore_original_limits()
     step("done")
     return pd.DataFrame(rows, columns=list(COLUMNS))
