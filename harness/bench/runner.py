@@ -121,10 +121,12 @@ class BenchCase:
 
 
 OOB_METHODS = ("mda_test", "mda_bc", "mda_ik", "sobol_mda")
-OOB_TARGETS = {"mda_bc": 20.0, "mda_ik": 20.0, "sobol_mda": 50.0}
+# issue 22: mda_bc and mda_ik within 3x predict, sobol_mda within 15x (was 20, 20, 50)
+OOB_TARGETS = {"mda_bc": 3.0, "mda_ik": 3.0, "sobol_mda": 15.0}
 SAGE_METHODS = ("sage", "tree_sage", "tree_sage[imputation=marginal]")
 # tree SAGE against sage at the same threshold, rows, background and loss: minimum speed-ups
-SAGE_TARGETS = {"tree_sage": 10.0, "tree_sage[imputation=marginal]": 3.0}
+# (issue 22: tree_sage >= 30x, was 10x; the marginal imputation keeps its 3x)
+SAGE_TARGETS = {"tree_sage": 30.0, "tree_sage[imputation=marginal]": 3.0}
 SAGE_WARM_UP = {"max_permutations": 8, "batch_size": 8}
 # TreeSHAP is timed on the first rows only (interventional: with those rows as background),
 # unless ``all_rows``: shap takes about 0.12 s a row path-dependent on A1 (100 trees ~28
@@ -132,9 +134,12 @@ SAGE_WARM_UP = {"max_permutations": 8, "batch_size": 8}
 # interventional with 50 background rows on A1
 TREESHAP_ROWS, INTERVENTIONAL_ROWS = 100, 30
 PATH_TARGETS = {"local_mdi": 1.0, "saabas": 1.0}
-# issue 6: exact TreeSHAP >= 10x shap on A1, 5x on C, 3x on A2 and B; mda_test >= 3x
-# scikit-learn's permutation_importance at the same n_repeats
-TREESHAP_SPEEDUPS = {"A1": 10.0, "A2": 3.0, "B": 3.0, "C": 5.0}
+# issue 6: exact TreeSHAP >= 10x shap on A1, 5x on C, 3x on A2 and B, raised by issue 22 to
+# 30x on A1 and 15x on C; mda_test >= 3x scikit-learn's permutation_importance at the same
+# n_repeats
+TREESHAP_SPEEDUPS = {"A1": 30.0, "A2": 3.0, "B": 3.0, "C": 15.0}
+# issue 22: interventional TreeSHAP >= 10x shap's on every case
+INTERVENTIONAL_SPEEDUP = 10.0
 MDA_TEST_SPEEDUP = 3.0
 # issue 21: our path-dependent TreeSHAP not slower than XGBoost's / LightGBM's own C++, on
 # the first rows of 10^5 (shap takes longer)
@@ -163,7 +168,8 @@ def _path_case(name: str, description: str, data, forest, classifier: bool,
                   else NAN)
              for spec in saabas for tool in ("shap approximate", "treeinterpreter")]
     pairs += [Pair(treeshap, "shap path-dependent", treeshap_speedup),
-              Pair(treeshap, "fasttreeshap"), Pair(interventional, "shap interventional")]
+              Pair(treeshap, "fasttreeshap"),
+              Pair(interventional, "shap interventional", INTERVENTIONAL_SPEEDUP)]
     pairs += [Pair("mda_test", "sklearn permutation_importance", MDA_TEST_SPEEDUP)] * (
         "mda_test" in extra)
     return BenchCase(

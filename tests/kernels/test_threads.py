@@ -84,8 +84,8 @@ def test_two_threads_give_the_bits_of_one(method, params, task, request):
 
 def test_bench_sized_inputs_are_split_into_tasks_for_two_threads():
     """The bench's TreeSHAP (100 rows path-dependent, 30 interventional) and Sobol-MDA
-    (Friedman #1, p = 200) inputs make at least 4 parallel tasks, and more rows more tasks;
-    the splits depend on the sizes only."""
+    (Friedman #1) inputs make at least 4 parallel tasks (Sobol-MDA at p = 200: 2, bound by
+    memory), and more rows more tasks; the splits depend on the sizes only."""
     chunks, groups = path_dependent.work_split(100, 300, 100 * 10 * 8)
     assert chunks * groups >= 4
     chunks, groups = path_dependent.work_split(100, 100, 100 * 64 * 10 * 8)
@@ -93,10 +93,11 @@ def test_bench_sized_inputs_are_split_into_tasks_for_two_threads():
     chunks, _ = path_dependent.work_split(10**6, 100, 10**6 * 20 * 8)
     assert chunks >= 100
     assert interventional.tree_groups(300, 30 * 10 * 8) >= 4
-    assert projection.tree_groups(300, 2000 * 10 * 8) >= 4
-    assert projection.tree_groups(300, 1000 * 200 * 8) >= 4
+    assert projection.tree_groups(300, 2000 * 10 * 8, 40 << 20) >= 4
+    assert projection.tree_groups(300, 1000 * 200 * 8, 5 << 20) >= 2
     # an output too large to copy is summed by one group (memory bound before speed)
-    assert projection.tree_groups(300, 10**10) == 1
+    assert projection.tree_groups(300, 10**10, 10**10) == 1
+    assert projection.tree_groups(300, 1000 * 200 * 8, 2 << 20) == 1
 
 
 def test_groups_of_trees_add_up_to_the_whole_forest(regression):
