@@ -164,17 +164,23 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
     m = max(1, (deepest + 1) // 2)
     factor = np.ones((n, 3, m))
     coef = np.zeros((n, 3, m))
+    exit_coef = np.empty(m)  # -w_k / (1 - t_k), the same at every node
     for k in range(m):
-        t, w = q_nodes[m, k], q_weights[m, k]
-        for i in range(1, n):
-            z_prev, z_new = combined_prev[i], combined[i]
-            g_prev = t + (1.0 - t) * z_prev
+        exit_coef[k] = -q_weights[m, k] / (1.0 - q_nodes[m, k])
+    # node by node, with one reciprocal per g: two divisions per (node, k) instead of five
+    # (table building is about a tenth of explaining 100 rows)
+    for i in range(1, n):
+        z_prev, z_new = combined_prev[i], combined[i]
+        ratio = z_new / z_prev
+        for k in range(m):
+            t, w = q_nodes[m, k], q_weights[m, k]
+            over_prev = 1.0 / (t + (1.0 - t) * z_prev)
             g_new = t + (1.0 - t) * z_new
-            r_prev = w * (1.0 - z_prev) / g_prev
-            factor[i, 0, k] = z_new / z_prev
-            factor[i, 1, k] = (1.0 - t) * z_new / g_prev
-            factor[i, 2, k] = g_new / g_prev
-            coef[i, 1, k] = -w / (1.0 - t) - r_prev
+            r_prev = w * (1.0 - z_prev) * over_prev
+            factor[i, 0, k] = ratio
+            factor[i, 1, k] = (1.0 - t) * z_new * over_prev
+            factor[i, 2, k] = g_new * over_prev
+            coef[i, 1, k] = exit_coef[k] - r_prev
             coef[i, 2, k] = w * (1.0 - z_new) / g_new - r_prev
     node = start + order
     leaf = left[node] < 0
@@ -190,7 +196,10 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
                 leaf_class[at], leaf_value[at] = cls, value[node[i], cls]
                 at += 1
     split_feature = np.where(leaf, 0, feature[node])
-    used = np.unique(edge_feature[1:])
+    marked = np.zeros(max(1, edge_feature.max() + 1), dtype=np.bool_)
+    for i in range(1, n):  # the features split on, ascending (np.unique without its sort)
+        marked[edge_feature[i]] = True
+    used = np.flatnonzero(marked)
     return (m, depth, is_left, split_feature, threshold[node], missing[node] != 0,
             edge_feature, prev_depth, factor, coef, leaf_start, leaf_class, leaf_value, used)
 
