@@ -84,8 +84,8 @@ def test_two_threads_give_the_bits_of_one(method, params, task, request):
 
 def test_bench_sized_inputs_are_split_into_tasks_for_two_threads():
     """The bench's TreeSHAP (100 rows path-dependent, 30 interventional) and Sobol-MDA
-    (Friedman #1) inputs make at least 4 parallel tasks (Sobol-MDA at p = 200: 2, bound by
-    memory), and more rows more tasks; the splits depend on the sizes only."""
+    (Friedman #1, and p = 200) inputs make at least 4 parallel tasks, and more rows more
+    tasks; the splits depend on the sizes only."""
     chunks, groups = path_dependent.work_split(100, 300, 100 * 10 * 8)
     assert chunks * groups >= 4
     chunks, groups = path_dependent.work_split(100, 100, 100 * 64 * 10 * 8)
@@ -93,11 +93,11 @@ def test_bench_sized_inputs_are_split_into_tasks_for_two_threads():
     chunks, _ = path_dependent.work_split(10**6, 100, 10**6 * 20 * 8)
     assert chunks >= 100
     assert interventional.tree_groups(300, 30 * 10 * 8) >= 4
-    assert projection.tree_groups(300, 2000 * 10 * 8, 40 << 20) >= 4
-    assert projection.tree_groups(300, 1000 * 200 * 8, 5 << 20) >= 2
-    # an output too large to copy is summed by one group (memory bound before speed)
-    assert projection.tree_groups(300, 10**10, 10**10) == 1
-    assert projection.tree_groups(300, 1000 * 200 * 8, 2 << 20) == 1
+    assert projection.work_split(300, 10, 2000 * 10 * 8, 40 << 20) == (4, False)
+    # p = 200: a shift array is half the forest, so the features are split instead
+    assert projection.work_split(300, 200, 1000 * 200 * 8, 3 << 20) == (4, True)
+    # few features and an output too large to copy: one group (memory before speed)
+    assert projection.work_split(300, 10, 10**10, 10**10) == (1, False)
 
 
 def test_groups_of_trees_add_up_to_the_whole_forest(regression):
@@ -148,3 +148,31 @@ def test_bench_on_two_threads_prints_the_speed_up_over_one(tmp_path, monkeypatch
         assert math.isclose(row["thread_speedup"], row["one_thread_seconds"] / row["seconds"],
                             rel_tol=1e-6)  # JSON keeps 10 digits
         assert (row["target_thread_speedup"] == 1.7) == (method != "local_mdi")
+
+
+def test_sobol_projections_split_by_features_equal_one_group(monkeypatch):
+    """Split by interleaved features (the p = 200 case), every shift is summed over the trees
+    in the one-group order: the same bits as one group, on 1 and 2 threads; split by trees,
+    the same values up to rounding."""
+    from harness.forest.inbag import target_matrix
+
+    X, y = make_friedman1(n_samples=200, n_features=20, random_state=1)
+    model = RandomForestRegressor(n_estimators=12, max_depth=7, random_state=0).fit(X, y)
+    view = forest_view(model)
+    inputs = (view.packed, view.rows(X), view.inbag.counts, target_matrix(view, y))
+    runs = {}
+    before = numba.get_num_threads()
+    try:
+        for split in ((1, False), (4, True), (4, False)):
+            monkeypatch.setattr(projection, "work_split", lambda *sizes, s=split: s)
+            for count in (1, TWO):
+                numba.set_num_threads(count)
+                runs[split, count] = projection.projected_oob_shift(*inputs)
+    finally:
+        numba.set_num_threads(before)
+    one = runs[(1, False), 1]
+    assert np.abs(one).max() > 0
+    for count in (1, TWO):
+        np.testing.assert_array_equal(runs[(4, True), count], one)
+        np.testing.assert_array_equal(runs[(4, False), count], runs[(4, False), 1])
+        np.testing.assert_allclose(runs[(4, False), count], one, rtol=0, atol=1e-12)

@@ -93,9 +93,10 @@ def table_slot(table_keys, table_stamp, generation, key, mask):
 
 @njit(cache=True)
 def _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
-                 counts, targets, first_tree, last_tree, shift):
+                 counts, targets, first_tree, last_tree, first_feature, feature_step, shift):
     """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of
-    :func:`_projected_oob_shift` into ``shift``, with buffers of their own."""
+    :func:`_projected_oob_shift` into ``shift``, for the features ``first_feature``,
+    ``first_feature + feature_step``, ..., with buffers of their own."""
     n, p = X32.shape
     n_values = value.shape[1]
     largest = 1
@@ -131,7 +132,7 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
             left, right, feature, threshold, missing, start, X32, rows_in, p, n_in * span)
         out_leaf, out_row, out_node, out_order, out_bucket = path_pairs(
             left, right, feature, threshold, missing, start, X32, rows_out, p, n_out * span)
-        for j in range(p):
+        for j in range(first_feature, p, feature_step):
             if out_bucket[j + 1] == out_bucket[j]:
                 continue
             needed = 2 * (in_bucket[j + 1] - in_bucket[j]) * (max_depth + 2)
@@ -177,26 +178,33 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
                     shift[row, j, c] += table_sum[chosen, c] / mass - value[leaf, c]
 
 
-def tree_groups(n_trees: int, shift_bytes: int, forest_bytes: int) -> int:
-    """How many contiguous groups of trees :func:`_projected_oob_shift` sums apart.
+def work_split(n_trees: int, p: int, shift_bytes: int, forest_bytes: int) -> tuple[int, bool]:
+    """``(n_groups, by_feature)``: how :func:`_projected_oob_shift` splits its work.
 
-    Up to ``TREE_GROUPS``, while the extra shift arrays stay within ``GROUP_BUDGET`` bytes
-    and half the forest's (the bench's memory target is twice the output plus the forest:
-    on the p = 200 case one shift array is a third of the forest). The count depends on the
-    sizes only, never on the number of threads, so the result is the same bit for bit on
-    any number of threads.
+    Up to ``TREE_GROUPS`` contiguous groups of trees, summed apart, while their extra shift
+    arrays stay within ``GROUP_BUDGET`` bytes and a quarter of the forest's (the bench's
+    memory target is twice the output plus the forest); otherwise, with enough features,
+    ``TREE_GROUPS`` interleaved groups of features, which write disjoint parts of one shift
+    array but each walk every tree's rows (on the p = 200 case a shift array is half the
+    forest). From the sizes only, never the number of threads, so the result is the same
+    bit for bit on any number of threads (and, split by features, the same as one group's).
     """
-    extra = min(GROUP_BUDGET, forest_bytes // 2) // max(shift_bytes, 1)
-    return int(max(1, min(TREE_GROUPS, n_trees, 1 + extra)))
+    groups = int(max(1, min(TREE_GROUPS, n_trees)))
+    if (groups - 1) * shift_bytes <= min(GROUP_BUDGET, forest_bytes // 4):
+        return groups, False
+    if p >= 4 * TREE_GROUPS:  # enough features for the groups to weigh about the same
+        return TREE_GROUPS, True
+    return 1, False
 
 
 @njit(cache=True, parallel=True)
 def _projected_oob_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
-                         counts, targets, n_groups):
+                         counts, targets, n_groups, by_feature):
     """Sum over each row's OOB trees of (projected output - tree output), per feature.
 
-    The trees are cut into ``n_groups`` contiguous groups, summed apart in parallel (one task
-    each) and then added in group order: the sums do not depend on the number of threads.
+    One task per group (in parallel): ``n_groups`` contiguous groups of trees summed apart
+    and then added in group order, or (``by_feature``) interleaved groups of features over
+    every tree; either way the sums do not depend on the number of threads.
 
     Parameters
     ----------
@@ -212,12 +220,18 @@ def _projected_oob_shift(left, right, feature, threshold, missing, value, offset
     n, p = X32.shape
     n_trees = offsets.size - 1
     shift = np.zeros((n, p, value.shape[1]))
-    others = np.zeros((n_groups - 1, n, p, value.shape[1]))  # the first group writes shift
+    # split by trees, the first group writes shift and the others their own arrays
+    others = np.zeros((0 if by_feature else n_groups - 1, n, p, value.shape[1]))
     for g in prange(n_groups):
-        _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
-                     counts, targets, g * n_trees // n_groups, (g + 1) * n_trees // n_groups,
-                     shift if g == 0 else others[g - 1])
-    for g in range(n_groups - 1):
+        if by_feature:
+            _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth,
+                         X32, counts, targets, 0, n_trees, g, n_groups, shift)
+        else:
+            _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth,
+                         X32, counts, targets, g * n_trees // n_groups,
+                         (g + 1) * n_trees // n_groups, 0, 1,
+                         shift if g == 0 else others[g - 1])
+    for g in range(others.shape[0]):
         shift += others[g]
     return shift
 
@@ -230,4 +244,5 @@ def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarra
     return _projected_oob_shift(forest.left, forest.right, forest.feature, forest.threshold,
                                 forest.missing_left, forest.value, forest.offsets,
                                 forest.max_depth, X32, counts, targets,
-                                tree_groups(forest.n_trees, shift_bytes, forest.nbytes))
+                                *work_split(forest.n_trees, X32.shape[1], shift_bytes,
+                                            forest.nbytes))
