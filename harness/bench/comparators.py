@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
+import itertools
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,7 +45,9 @@ class Tool:
     draws (permutations): its values are then compared in units of the combined std, not by
     their absolute difference. ``uses`` names the parameters of our method that the tool
     takes over; a run is reused for every method of a case that agrees on them. ``note``
-    is shown beside its rows (a known reason why its values differ from ours).
+    is shown beside its rows (a known reason why its values differ from ours). ``refuses``
+    gives, for a model the installed release is known to fail on, the reason shown instead
+    of a row (None: run it).
     """
 
     name: str
@@ -52,6 +56,7 @@ class Tool:
     same_draws: bool = True
     uses: tuple[str, ...] = ()
     note: str | None = None
+    refuses: Callable[[Any], str | None] | None = None
 
 
 def _as_shap_layout(values) -> np.ndarray:
@@ -100,6 +105,37 @@ def _treeinterpreter(model, X, y, params) -> ToolResult:
     return ToolResult(np.asarray(contributions, dtype=float))
 
 
+def _release(module: str) -> tuple[int, ...]:
+    parts = []
+    for part in importlib.metadata.version(module).split(".")[:3]:
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+#: The last release of treeinterpreter on PyPI (2021): it predates NumPy 2.
+TREEINTERPRETER_LAST = (0, 2, 3)
+
+
+def _treeinterpreter_refuses(model) -> str | None:
+    """Why treeinterpreter's PyPI release cannot explain ``model`` here, or None.
+
+    On a regressor its ``_predict_tree`` keeps each node value as a length-1 array (the tree's
+    ``value`` squeezed on the output axis only) and adds it into one float cell of the
+    contributions; NumPy 2 refuses that ("setting an array element with a sequence"), so
+    every regressor fails with release 0.2.3 and NumPy >= 2. Classifiers' values are whole
+    rows and run.
+    """
+    if forest_view(model).classifier or int(np.__version__.split(".")[0]) < 2:
+        return None
+    if _release("treeinterpreter") > TREEINTERPRETER_LAST:
+        return None  # a later release may have fixed it: run it and let it show
+    version = ".".join(map(str, _release("treeinterpreter")))
+    return (f"not run: treeinterpreter {version} (its last PyPI release) fails on every "
+            f"regressor under NumPy {np.__version__} (it adds a length-1 array into a float "
+            "cell: 'setting an array element with a sequence')")
+
+
 def _permutation_importance(model, X, y, params) -> ToolResult:
     from sklearn.inspection import permutation_importance
 
@@ -141,7 +177,8 @@ def _lightgbm_contrib(model, X, y, params) -> ToolResult:
 
 TOOLS = {tool.name: tool for tool in (
     Tool("shap approximate", "shap", _shap_approximate),
-    Tool("treeinterpreter", "treeinterpreter", _treeinterpreter),
+    Tool("treeinterpreter", "treeinterpreter", _treeinterpreter,
+         refuses=_treeinterpreter_refuses),
     Tool("shap path-dependent", "shap", _shap_path_dependent),
     Tool("shap interventional", "shap", _shap_interventional, uses=("n_background",),
          note="shap rounds thresholds to float32 (shap issue 5116); ours routes as sklearn"),

@@ -175,3 +175,24 @@ def test_all_rows_overrides_the_first_rows_limit(monkeypatch):
     every = bench.run_bench(["tiny-rows"], repeat=1, all_rows=True)
     assert list(limited["n_rows"]) == [7, 50]
     assert list(every["n_rows"]) == [50, 50]
+
+
+def test_treeinterpreter_is_not_run_on_regressors_where_its_release_fails():
+    """Its PyPI release fails on regressors under NumPy 2: the bench says so instead of
+    running it, and it still runs on classifiers."""
+    pytest.importorskip("treeinterpreter")
+    from treeinterpreter import treeinterpreter
+
+    X, y = make_friedman1(n_samples=60, random_state=0)
+    regressor = RandomForestRegressor(n_estimators=3, random_state=0).fit(X, y)
+    reason = bench_tools.TOOLS["treeinterpreter"].refuses(regressor)
+    if reason is None:  # NumPy 1, or a fixed release: it runs
+        treeinterpreter.predict(regressor, X)
+    else:
+        assert reason.startswith("not run: treeinterpreter ") and "NumPy" in reason
+        with pytest.raises(ValueError, match="setting an array element with a sequence"):
+            treeinterpreter.predict(regressor, X)
+    Xc, yc = _iris()
+    classifier = ExtraTreesClassifier(n_estimators=3, random_state=0).fit(Xc, yc)
+    assert bench_tools.TOOLS["treeinterpreter"].refuses(classifier) is None
+    treeinterpreter.predict(classifier, Xc)

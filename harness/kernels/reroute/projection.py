@@ -25,11 +25,16 @@ is reset per (tree, feature) by a generation stamp.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from harness.forest.packed import PackedForest, child
 from harness.forest.permutations import GOLDEN64, MUL64_B, mix64
 from harness.kernels.reroute.permutation import path_pairs
+
+#: Most groups of trees summed apart (tasks of the parallel loop; 4 keep 2 threads balanced).
+TREE_GROUPS = 4
+#: Bytes the groups' extra shift arrays may take together.
+GROUP_BUDGET = 8 << 20
 
 
 @njit(cache=True)
@@ -87,27 +92,15 @@ def table_slot(table_keys, table_stamp, generation, key, mask):
 
 
 @njit(cache=True)
-def _projected_oob_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
-                         counts, targets):
-    """Sum over each row's OOB trees of (projected output - tree output), per feature.
-
-    Parameters
-    ----------
-    targets : ndarray (n, n_values)
-        The regression target as a column, or the one-hot classes (projected class
-        probabilities are count-weighted class frequencies, like the leaves' values).
-
-    Returns
-    -------
-    shift : ndarray (n, p, n_values)
-        Rows whose path in a tree never meets j get no shift from that tree.
-    """
+def _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
+                 counts, targets, first_tree, last_tree, first_feature, feature_step, shift):
+    """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of
+    :func:`_projected_oob_shift` into ``shift``, for the features ``first_feature``,
+    ``first_feature + feature_step``, ..., with buffers of their own."""
     n, p = X32.shape
-    n_trees = offsets.size - 1
     n_values = value.shape[1]
-    shift = np.zeros((n, p, n_values))
     largest = 1
-    for t in range(n_trees):
+    for t in range(first_tree, last_tree):
         largest = max(largest, offsets[t + 1] - offsets[t])
     cur = np.empty(largest + 2, dtype=np.int64)
     nxt = np.empty(largest + 2, dtype=np.int64)
@@ -120,7 +113,7 @@ def _projected_oob_shift(left, right, feature, threshold, missing, value, offset
     generation = 0
     in_rows = np.empty(n, dtype=np.int64)
     out_rows = np.empty(n, dtype=np.int64)
-    for t in range(n_trees):
+    for t in range(first_tree, last_tree):
         start = offsets[t]
         n_in = 0
         n_out = 0
@@ -139,7 +132,7 @@ def _projected_oob_shift(left, right, feature, threshold, missing, value, offset
             left, right, feature, threshold, missing, start, X32, rows_in, p, n_in * span)
         out_leaf, out_row, out_node, out_order, out_bucket = path_pairs(
             left, right, feature, threshold, missing, start, X32, rows_out, p, n_out * span)
-        for j in range(p):
+        for j in range(first_feature, p, feature_step):
             if out_bucket[j + 1] == out_bucket[j]:
                 continue
             needed = 2 * (in_bucket[j + 1] - in_bucket[j]) * (max_depth + 2)
@@ -183,6 +176,63 @@ def _projected_oob_shift(left, right, feature, threshold, missing, value, offset
                 mass = table_weight[chosen]
                 for c in range(n_values):
                     shift[row, j, c] += table_sum[chosen, c] / mass - value[leaf, c]
+
+
+def work_split(n_trees: int, p: int, shift_bytes: int, forest_bytes: int) -> tuple[int, bool]:
+    """``(n_groups, by_feature)``: how :func:`_projected_oob_shift` splits its work.
+
+    Up to ``TREE_GROUPS`` contiguous groups of trees, summed apart, while their extra shift
+    arrays stay within ``GROUP_BUDGET`` bytes and a quarter of the forest's (the bench's
+    memory target is twice the output plus the forest); otherwise, with enough features,
+    ``TREE_GROUPS`` interleaved groups of features, which write disjoint parts of one shift
+    array but each walk every tree's rows (on the p = 200 case a shift array is half the
+    forest). From the sizes only, never the number of threads, so the result is the same
+    bit for bit on any number of threads (and, split by features, the same as one group's).
+    """
+    groups = int(max(1, min(TREE_GROUPS, n_trees)))
+    if (groups - 1) * shift_bytes <= min(GROUP_BUDGET, forest_bytes // 4):
+        return groups, False
+    if p >= 4 * TREE_GROUPS:  # enough features for the groups to weigh about the same
+        return TREE_GROUPS, True
+    return 1, False
+
+
+@njit(cache=True, parallel=True)
+def _projected_oob_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
+                         counts, targets, n_groups, by_feature):
+    """Sum over each row's OOB trees of (projected output - tree output), per feature.
+
+    One task per group (in parallel): ``n_groups`` contiguous groups of trees summed apart
+    and then added in group order, or (``by_feature``) interleaved groups of features over
+    every tree; either way the sums do not depend on the number of threads.
+
+    Parameters
+    ----------
+    targets : ndarray (n, n_values)
+        The regression target as a column, or the one-hot classes (projected class
+        probabilities are count-weighted class frequencies, like the leaves' values).
+
+    Returns
+    -------
+    shift : ndarray (n, p, n_values)
+        Rows whose path in a tree never meets j get no shift from that tree.
+    """
+    n, p = X32.shape
+    n_trees = offsets.size - 1
+    shift = np.zeros((n, p, value.shape[1]))
+    # split by trees, the first group writes shift and the others their own arrays
+    others = np.zeros((0 if by_feature else n_groups - 1, n, p, value.shape[1]))
+    for g in prange(n_groups):
+        if by_feature:
+            _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth,
+                         X32, counts, targets, 0, n_trees, g, n_groups, shift)
+        else:
+            _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth,
+                         X32, counts, targets, g * n_trees // n_groups,
+                         (g + 1) * n_trees // n_groups, 0, 1,
+                         shift if g == 0 else others[g - 1])
+    for g in range(others.shape[0]):
+        shift += others[g]
     return shift
 
 
@@ -190,6 +240,9 @@ def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarra
                         targets: np.ndarray) -> np.ndarray:
     """Sum over each row's OOB trees of (projected output − tree output), per feature, for
     ``forest`` (a forest view's ``packed`` field); see :func:`_projected_oob_shift`."""
+    shift_bytes = X32.shape[0] * X32.shape[1] * forest.value.shape[1] * 8
     return _projected_oob_shift(forest.left, forest.right, forest.feature, forest.threshold,
                                 forest.missing_left, forest.value, forest.offsets,
-                                forest.max_depth, X32, counts, targets)
+                                forest.max_depth, X32, counts, targets,
+                                *work_split(forest.n_trees, X32.shape[1], shift_bytes,
+                                            forest.nbytes))

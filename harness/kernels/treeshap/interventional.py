@@ -19,10 +19,11 @@ twice, down x's branch with j assigned to x and down their own branch with j ass
 At a split on an assigned feature all rows follow x (side x) or each its own way (side z). A
 leaf adds its value times its number of rows, so a leaf that many background rows reach in
 the same state costs one visit instead of one per row (shap walks each (x, z) pair apart).
-Rows are explained in parallel; each row's values are summed in the same order whatever the
-number of threads. shap computes the same quantity, but in single precision and with
-deviations from the definition (see ``methods/treeshap.py``); this kernel keeps double
-precision, so that it equals subset enumeration and the additivity holds to ~1e-12.
+Blocks of rows and groups of trees are explained in parallel; each row's values are summed
+in the same order whatever the number of threads. shap computes the same quantity, but in
+single precision and with deviations from the definition (see ``methods/treeshap.py``);
+this kernel keeps double precision, so that it equals subset enumeration and the additivity
+holds to ~1e-12.
 
 Routing is the view's rule (:func:`harness.forest.packed.goes_left`): a coded row goes left
 when ``x_j <= threshold``, or when ``x_j`` is NaN and the node sends missing values left.
@@ -33,7 +34,6 @@ from __future__ import annotations
 import functools
 import math
 
-import numba
 import numpy as np
 from numba import njit, prange
 
@@ -43,6 +43,12 @@ from harness.kernels.background_bits import background_directions, popcount, wor
 
 X_SIDE, Z_SIDE = 1, 2
 ROWS_PER_BLOCK = 32  # rows explained together, tree by tree (one parallel work item)
+#: Most groups of trees explained apart: with few rows (the bench's 30) the tasks are groups
+#: of trees, whose costs are closer to equal than those of single rows (4 keep 2 threads
+#: balanced).
+TREE_GROUPS = 4
+#: Bytes that the tree groups' extra output arrays may take together.
+GROUP_BUDGET = 16 << 20
 
 
 def shapley_weights(size: int) -> np.ndarray:
@@ -126,29 +132,61 @@ def _walk(kids, feature, threshold, missing, value, directions, start, word, hel
             _leaf(value, at, popcount(held), a, b, path_feature, path_side, weights, phi)
 
 
+@njit(cache=True)
+def _explain_block(kids, feature, threshold, missing, value, offsets, max_depth, X32,
+                   n_background, directions, weights, first_tree, last_tree, first_row,
+                   last_row, out):
+    """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of rows ``first_row``, ...,
+    ``last_row - 1`` into ``out``, with buffers of their own."""
+    p = X32.shape[1]
+    size = 2 * max_depth + 4
+    stack = (np.empty(size, dtype=np.int64), np.empty(size, dtype=np.uint64),
+             np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
+             np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
+             np.empty(size, dtype=np.int64))
+    side_of = np.zeros(p, dtype=np.int64)
+    path_feature = np.empty(p, dtype=np.int64)
+    path_side = np.empty(p, dtype=np.int64)
+    for t in range(first_tree, last_tree):  # a tree stays in cache for the block's rows
+        for i in range(first_row, last_row):
+            for word in range(directions.shape[1]):
+                _walk(kids, feature, threshold, missing, value, directions, offsets[t],
+                      word, word_rows(n_background, word), X32[i], weights, side_of,
+                      path_feature, path_side, stack, out[i])
+                side_of[:] = 0
+
+
 @njit(cache=True, parallel=True)
 def _interventional_kernel(kids, feature, threshold, missing, value, offsets, max_depth, X32,
-                           n_background, directions, weights, rows_per_block):
+                           n_background, directions, weights, rows_per_block, n_groups):
+    """Sum over trees and background rows of every row's values, (n, p, n_values).
+
+    One task per (group of trees, block of rows), run in parallel; a group's sums go to an
+    array of its own (the first group's to the result) and are added in group order, so a
+    row's arithmetic is fixed by ``rows_per_block`` and ``n_groups``, which the caller
+    derives from the sizes only: the same bits on any number of threads.
+    """
     n, p = X32.shape
     out = np.zeros((n, p, value.shape[1]))
-    size = 2 * max_depth + 4
+    others = np.zeros((n_groups - 1, n, p, value.shape[1]))
+    n_trees = offsets.size - 1
     n_blocks = (n + rows_per_block - 1) // rows_per_block
-    for block in prange(n_blocks):
-        stack = (np.empty(size, dtype=np.int64), np.empty(size, dtype=np.uint64),
-                 np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
-                 np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
-                 np.empty(size, dtype=np.int64))
-        side_of = np.zeros(p, dtype=np.int64)
-        path_feature = np.empty(p, dtype=np.int64)
-        path_side = np.empty(p, dtype=np.int64)
-        for t in range(offsets.size - 1):  # a tree stays in cache for the block's rows
-            for i in range(block * rows_per_block, min(n, (block + 1) * rows_per_block)):
-                for word in range(directions.shape[1]):
-                    _walk(kids, feature, threshold, missing, value, directions, offsets[t],
-                          word, word_rows(n_background, word), X32[i], weights, side_of,
-                          path_feature, path_side, stack, out[i])
-                    side_of[:] = 0
+    for task in prange(n_groups * n_blocks):
+        group, block = task // n_blocks, task % n_blocks
+        _explain_block(kids, feature, threshold, missing, value, offsets, max_depth, X32,
+                       n_background, directions, weights, group * n_trees // n_groups,
+                       (group + 1) * n_trees // n_groups, block * rows_per_block,
+                       min(n, (block + 1) * rows_per_block),
+                       out if group == 0 else others[group - 1])
+    for group in range(n_groups - 1):
+        out += others[group]
     return out
+
+
+def tree_groups(n_trees: int, out_bytes: int) -> int:
+    """Groups of trees explained apart: up to TREE_GROUPS while their extra output arrays fit
+    in GROUP_BUDGET bytes (from the sizes only, never the number of threads)."""
+    return int(max(1, min(TREE_GROUPS, n_trees, 1 + GROUP_BUDGET // max(out_bytes, 1))))
 
 
 def interventional_shap(compact: PathForest, X: np.ndarray,
@@ -171,12 +209,11 @@ def interventional_shap(compact: PathForest, X: np.ndarray,
     directions = background_directions(forest.left, forest.feature, forest.threshold,
                                        forest.missing_left, forest.offsets, Z32)
     weights = shapley_weights(min(X32.shape[1], forest.max_depth) + 1)
-    per_thread = -(-X32.shape[0] // (2 * numba.get_num_threads()))
+    out_bytes = X32.shape[0] * X32.shape[1] * forest.value.shape[1] * 8
     out = _interventional_kernel(compact.kids, compact.feature, compact.threshold,
                                  compact.missing_left, forest.value, forest.offsets,
-                                 forest.max_depth, X32,
-                                 Z32.shape[0], directions, weights,
-                                 max(1, min(ROWS_PER_BLOCK, per_thread)))
+                                 forest.max_depth, X32, Z32.shape[0], directions, weights,
+                                 ROWS_PER_BLOCK, tree_groups(forest.n_trees, out_bytes))
     out /= forest.n_trees * Z32.shape[0]
     return out
 

@@ -54,6 +54,15 @@ from harness.forest.packed import PackedForest, as_float32_rows
 
 #: Rows explained together (last axis of the per-row buffers): they share one tree walk.
 LANES = 8
+#: Batches of rows per task: a task builds each tree's tables once for all its batches
+#: (about as much work as explaining 10 rows on Friedman #1), so a block this large pays them
+#: back within 1%.
+CHUNK_BATCHES = 256
+#: Most groups of trees explained apart: with few rows the tasks are groups of trees (4 keep
+#: 2 threads balanced), each tree's tables then being built by one task only.
+TREE_GROUPS = 4
+#: Bytes that the tree groups' extra output arrays may take together.
+GROUP_BUDGET = 16 << 20
 #: How each tree is explained: the cheaper pass by :func:`_bottom_up_cheaper`, or one forced.
 SWEEPS = {"auto": 0, "top_down": 1, "bottom_up": 2}
 
@@ -155,17 +164,23 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
     m = max(1, (deepest + 1) // 2)
     factor = np.ones((n, 3, m))
     coef = np.zeros((n, 3, m))
+    exit_coef = np.empty(m)  # -w_k / (1 - t_k), the same at every node
     for k in range(m):
-        t, w = q_nodes[m, k], q_weights[m, k]
-        for i in range(1, n):
-            z_prev, z_new = combined_prev[i], combined[i]
-            g_prev = t + (1.0 - t) * z_prev
+        exit_coef[k] = -q_weights[m, k] / (1.0 - q_nodes[m, k])
+    # node by node, with one reciprocal per g: two divisions per (node, k) instead of five
+    # (table building is about a tenth of explaining 100 rows)
+    for i in range(1, n):
+        z_prev, z_new = combined_prev[i], combined[i]
+        ratio = z_new / z_prev
+        for k in range(m):
+            t, w = q_nodes[m, k], q_weights[m, k]
+            over_prev = 1.0 / (t + (1.0 - t) * z_prev)
             g_new = t + (1.0 - t) * z_new
-            r_prev = w * (1.0 - z_prev) / g_prev
-            factor[i, 0, k] = z_new / z_prev
-            factor[i, 1, k] = (1.0 - t) * z_new / g_prev
-            factor[i, 2, k] = g_new / g_prev
-            coef[i, 1, k] = -w / (1.0 - t) - r_prev
+            r_prev = w * (1.0 - z_prev) * over_prev
+            factor[i, 0, k] = ratio
+            factor[i, 1, k] = (1.0 - t) * z_new * over_prev
+            factor[i, 2, k] = g_new * over_prev
+            coef[i, 1, k] = exit_coef[k] - r_prev
             coef[i, 2, k] = w * (1.0 - z_new) / g_new - r_prev
     node = start + order
     leaf = left[node] < 0
@@ -181,7 +196,10 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
                 leaf_class[at], leaf_value[at] = cls, value[node[i], cls]
                 at += 1
     split_feature = np.where(leaf, 0, feature[node])
-    used = np.unique(edge_feature[1:])
+    marked = np.zeros(max(1, edge_feature.max() + 1), dtype=np.bool_)
+    for i in range(1, n):  # the features split on, ascending (np.unique without its sort)
+        marked[edge_feature[i]] = True
+    used = np.flatnonzero(marked)
     return (m, depth, is_left, split_feature, threshold[node], missing[node] != 0,
             edge_feature, prev_depth, factor, coef, leaf_start, leaf_class, leaf_value, used)
 
@@ -319,64 +337,100 @@ def _finish_node(phi, acc, edge_coef, j, first_child, level, m, width):
                     acc[level - 1, cls, k, r] += acc[level, cls, k, r]
 
 
-@njit(cache=True, parallel=True, error_model="numpy")
-def _forest_shap(left, right, feature, threshold, missing, cover, value, offsets, X32,
-                 max_depth, q_nodes, q_weights, n_chunks, out, sweep):
-    """Sum over trees of every row's Shapley values into ``out`` (n, p, n_values).
+@njit(cache=True, error_model="numpy")
+def _explain_trees(left, right, feature, threshold, missing, cover, value, offsets, X32,
+                   max_depth, q_nodes, q_weights, first_tree, last_tree, first_batch,
+                   last_batch, out, sweep):
+    """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of the rows of batches
+    ``first_batch``, ..., ``last_batch - 1`` into ``out``, with buffers of their own.
 
-    Rows go by batches of LANES (row i always in batch i // LANES), and batches are split
-    into ``n_chunks`` contiguous blocks, one task each; every block walks the trees in order
-    and builds their tables itself, so each row's arithmetic is the same for any number of
-    threads. Each tree is explained by the top-down or the bottom-up pass, whichever costs
-    fewer operations for it (``sweep`` 1 or 2 forces one, see SWEEPS). ``phi`` collects a
-    batch's shares of one tree before they join ``out``.
+    Each tree's tables are built once here and serve every batch of the range. Each tree is
+    explained by the top-down or the bottom-up pass, whichever costs fewer operations for it
+    (``sweep`` 1 or 2 forces one, see SWEEPS). ``phi`` collects a batch's shares of one tree
+    before they join ``out``.
     """
     n, p, width = out.shape
     m_max = q_nodes.shape[1]
+    xb = np.empty((p, LANES))
+    phi = np.zeros((p, width, LANES))
+    path = np.empty((max_depth + 1, m_max, LANES))
+    edge_coef = np.zeros((max_depth + 1, m_max, LANES))
+    acc = np.empty((max_depth + 1, width, m_max, LANES))
+    goes_left = np.zeros((max_depth + 1, LANES), dtype=np.int64)
+    on = np.zeros((max_depth + 2, LANES), dtype=np.int64)
+    on[max_depth + 1] = 1  # x follows every edge of a feature not yet split on
+    feature_at = np.zeros(max_depth + 1, dtype=np.int64)
+    left_at = np.zeros(max_depth + 1, dtype=np.int64)
+    kind = np.zeros(LANES, dtype=np.int64)
+    share = np.zeros(LANES)
+    for t in range(first_tree, last_tree):
+        (m, depth, is_left, split_feature, split_threshold, split_missing, edge_feature,
+         prev_depth, factor, coef, leaf_start, leaf_class, leaf_value, used) = _tree_tables(
+            left, right, feature, threshold, missing, cover, value, offsets[t],
+            offsets[t + 1], q_nodes, q_weights, max_depth + 1)
+        bottom_up = sweep == 2 or (sweep == 0 and _bottom_up_cheaper(depth, leaf_start, m,
+                                                                     width))
+        for batch in range(first_batch, last_batch):
+            rows = min(LANES, n - batch * LANES)
+            for r in range(LANES):  # short batches repeat their last row
+                row = batch * LANES + min(r, rows - 1)
+                for j in range(p):
+                    xb[j, r] = X32[row, j]
+            if bottom_up:
+                _batch_bottom_up(xb, phi, m, depth, is_left, split_feature,
+                                 split_threshold, split_missing, edge_feature, prev_depth,
+                                 factor, coef, leaf_start, leaf_class, leaf_value, path,
+                                 edge_coef, acc, goes_left, on, feature_at, kind, left_at)
+            else:
+                _batch_top_down(xb, phi, m, depth, is_left, split_feature,
+                                split_threshold, split_missing, edge_feature, prev_depth,
+                                factor, coef, leaf_start, leaf_class, leaf_value, path,
+                                edge_coef, goes_left, on, feature_at, kind, share)
+            for j in used:
+                for cls in range(width):
+                    for r in range(rows):
+                        out[batch * LANES + r, j, cls] += phi[j, cls, r]
+                    for r in range(LANES):
+                        phi[j, cls, r] = 0.0
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _forest_shap(left, right, feature, threshold, missing, cover, value, offsets, X32,
+                 max_depth, q_nodes, q_weights, n_chunks, n_groups, out, sweep):
+    """Sum over trees of every row's Shapley values into ``out`` (n, p, n_values).
+
+    Rows go by batches of LANES (row i always in batch i // LANES); batches are split into
+    ``n_chunks`` contiguous blocks and trees into ``n_groups`` contiguous groups, one task
+    per (group, block), run in parallel. A group's sums go to an array of its own (the first
+    group's to ``out``) and are added to ``out`` in group order at the end, so each row's
+    arithmetic is fixed by the two counts, which the caller derives from the sizes alone:
+    the result is the same bit for bit on any number of threads. Tree groups split the work
+    of few rows without building a tree's tables in more than one task.
+    """
+    n, p, width = out.shape
+    n_trees = offsets.size - 1
     n_batches = (n + LANES - 1) // LANES
-    for chunk in prange(n_chunks):
-        first, last = chunk * n_batches // n_chunks, (chunk + 1) * n_batches // n_chunks
-        xb = np.empty((p, LANES))
-        phi = np.zeros((p, width, LANES))
-        path = np.empty((max_depth + 1, m_max, LANES))
-        edge_coef = np.zeros((max_depth + 1, m_max, LANES))
-        acc = np.empty((max_depth + 1, width, m_max, LANES))
-        goes_left = np.zeros((max_depth + 1, LANES), dtype=np.int64)
-        on = np.zeros((max_depth + 2, LANES), dtype=np.int64)
-        on[max_depth + 1] = 1  # x follows every edge of a feature not yet split on
-        feature_at = np.zeros(max_depth + 1, dtype=np.int64)
-        left_at = np.zeros(max_depth + 1, dtype=np.int64)
-        kind = np.zeros(LANES, dtype=np.int64)
-        share = np.zeros(LANES)
-        for t in range(offsets.size - 1):
-            (m, depth, is_left, split_feature, split_threshold, split_missing, edge_feature,
-             prev_depth, factor, coef, leaf_start, leaf_class, leaf_value, used) = _tree_tables(
-                left, right, feature, threshold, missing, cover, value, offsets[t],
-                offsets[t + 1], q_nodes, q_weights, max_depth + 1)
-            bottom_up = sweep == 2 or (sweep == 0 and _bottom_up_cheaper(depth, leaf_start, m,
-                                                                         width))
-            for batch in range(first, last):
-                rows = min(LANES, n - batch * LANES)
-                for r in range(LANES):  # short batches repeat their last row
-                    row = batch * LANES + min(r, rows - 1)
-                    for j in range(p):
-                        xb[j, r] = X32[row, j]
-                if bottom_up:
-                    _batch_bottom_up(xb, phi, m, depth, is_left, split_feature,
-                                     split_threshold, split_missing, edge_feature, prev_depth,
-                                     factor, coef, leaf_start, leaf_class, leaf_value, path,
-                                     edge_coef, acc, goes_left, on, feature_at, kind, left_at)
-                else:
-                    _batch_top_down(xb, phi, m, depth, is_left, split_feature,
-                                    split_threshold, split_missing, edge_feature, prev_depth,
-                                    factor, coef, leaf_start, leaf_class, leaf_value, path,
-                                    edge_coef, goes_left, on, feature_at, kind, share)
-                for j in used:
-                    for cls in range(width):
-                        for r in range(rows):
-                            out[batch * LANES + r, j, cls] += phi[j, cls, r]
-                        for r in range(LANES):
-                            phi[j, cls, r] = 0.0
+    others = np.zeros((n_groups - 1, n, p, width))
+    for task in prange(n_groups * n_chunks):
+        group, chunk = task // n_chunks, task % n_chunks
+        _explain_trees(left, right, feature, threshold, missing, cover, value, offsets, X32,
+                       max_depth, q_nodes, q_weights, group * n_trees // n_groups,
+                       (group + 1) * n_trees // n_groups, chunk * n_batches // n_chunks,
+                       (chunk + 1) * n_batches // n_chunks,
+                       out if group == 0 else others[group - 1], sweep)
+    for group in range(n_groups - 1):
+        out += others[group]
+
+
+def work_split(n_rows: int, n_trees: int, out_bytes: int) -> tuple[int, int]:
+    """``(n_chunks, n_groups)`` of :func:`_forest_shap`: blocks of CHUNK_BATCHES batches of
+    rows, and up to TREE_GROUPS groups of trees while their extra output arrays fit in
+    GROUP_BUDGET bytes. From the sizes alone (never the number of threads), so that results
+    do not depend on it."""
+    n_batches = -(-n_rows // LANES)
+    n_chunks = max(1, n_batches // CHUNK_BATCHES)
+    n_groups = max(1, min(TREE_GROUPS, n_trees, 1 + GROUP_BUDGET // max(out_bytes, 1)))
+    return n_chunks, n_groups
 
 
 def expected_value(forest: PackedForest) -> np.ndarray:
@@ -423,10 +477,10 @@ def path_dependent_shap(forest: PackedForest, X: np.ndarray, threads: int | None
     if threads is not None:
         numba.set_num_threads(threads)
     try:
-        n_chunks = max(1, min(-(-n // LANES), numba.get_num_threads()))
+        n_chunks, n_groups = work_split(n, forest.n_trees, out.nbytes)
         _forest_shap(forest.left, forest.right, forest.feature, forest.threshold,
                      forest.missing_left, forest.cover, forest.value, forest.offsets, X32,
-                     max(forest.max_depth, 1), q_nodes, q_weights, n_chunks, out,
+                     max(forest.max_depth, 1), q_nodes, q_weights, n_chunks, n_groups, out,
                      SWEEPS[sweep])
     finally:
         numba.set_num_threads(previous)
@@ -441,5 +495,5 @@ def compile_kernel() -> None:
                  np.array([0.5, -2.0, -2.0]), np.zeros(3, dtype=np.uint8),
                  np.array([2.0, 1.0, 1.0]),
                  np.array([[0.5], [0.0], [1.0]]), np.array([0, 3]),
-                 np.array([[0.0], [1.0]], dtype=np.float32), 1, q_nodes, q_weights, 1,
+                 np.array([[0.0], [1.0]], dtype=np.float32), 1, q_nodes, q_weights, 1, 1,
                  np.zeros((2, 1, 1)), 0)
