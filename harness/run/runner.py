@@ -187,7 +187,9 @@ def _run_cells(cells: list[Cell], store: Store, executor_obj, summary: RunSummar
 
     _refresh_truth(cells, todo, store)
     tasks = _prepare(todo, store, record, notify, limits)
-    prepare_methods({type(cell.method) for cell, _ in tasks})
+    prepare_methods({type(cell.method) for cell, _ in tasks}, processes=None,
+                    on_progress=lambda done, total, name: notify(
+                        "stage", f"compiling kernels: {done}/{total} methods"))
     notify("stage", f"explaining {len(tasks)} cells")
     executor_obj.run(tasks, record)
 
