@@ -116,6 +116,13 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def cache_location() -> str:
+    """Where numba writes the kernels' cache: ``NUMBA_CACHE_DIR``, else beside the sources."""
+    import numba
+
+    return numba.config.CACHE_DIR or "__pycache__ beside the sources (NUMBA_CACHE_DIR unset)"
+
+
 def cache_is_warm(method_classes: Iterable[type]) -> bool:
     """True when every cached kernel of the methods' own kernel modules (the shared helpers of
     ``harness.forest`` are compiled with them) has an entry in numba's cache index for its
