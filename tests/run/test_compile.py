@@ -19,6 +19,8 @@ from sklearn.ensemble import RandomForestRegressor
 import harness
 from harness.core import registry
 from harness.core.errors import UnknownNameError
+from harness.kernels.paths import local_mdi_paths, saabas_paths
+from harness.kernels.treeshap.path_dependent import path_dependent_shap
 from harness.run.compile import _tasks, compile_in_processes
 from tests._support.compile_check import compiled_signatures
 from tests._support.tiny_kernel_method import BrokenPrepare, TinyKernel, TinyKernelTwin
@@ -35,36 +37,6 @@ TinyKernel.prepare()
 print(json.dumps({"warm": warm, "hits": sum(column_sums.stats.cache_hits.values()),
                   "misses": sum(column_sums.stats.cache_misses.values())}))
 """
-
-# a fresh process: every installed method's prepare() and one explain per task, recording
-# every harness kernel that numba compiles (a load from the cache fires no compile event)
-_EXPLAIN_ALL = """
-import json
-from numba.core import event
-compiled = []
-
-class Recorder(event.Listener):
-    def on_start(self, ev):
-        func = ev.data["dispatcher"].py_func
-        if func.__module__.startswith("harness"):
-            compiled.append(f"{func.__module__}.{func.__qualname__}")
-
-    def on_end(self, ev):
-        pass
-
-event.register("numba:compile", Recorder())
-from harness.core import registry
-from harness.core.errors import UnknownNameError
-from harness.run.execute import prepare_methods
-from tests._support.compile_check import compiled_during_explain
-names = [n for n in registry.method_names()
-         if not registry.get_method_class(n).missing_packages()]
-prepare_methods([registry.get_method_class(n) for n in names], processes=1)
-in_prepare = list(compiled)
-compiled_during_explain(names)
-print(json.dumps({"prepare": in_prepare, "explain": compiled[len(in_prepare):]}))
-"""
-
 
 def _python(code: str, cache: str | None = None) -> dict:
     env = dict(os.environ)
@@ -125,20 +97,11 @@ def test_concurrent_workers_fill_the_cache_and_a_fresh_process_only_loads(tmp_pa
     assert loaded == {"warm": True, "hits": 1, "misses": 0}
 
 
-def test_after_the_compile_command_a_fresh_process_compiles_nothing():
-    """``python -m harness compile``, then in a fresh process every installed method's
-    prepare() and an explain per task it supports: numba compiles no harness kernel (each one
-    comes from the cache the compile step wrote)."""
-    done = subprocess.run([sys.executable, "-m", "harness", "compile", "--no-progress"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert _python(_EXPLAIN_ALL) == {"prepare": [], "explain": []}
-
-
 def test_one_signature_per_kernel_whatever_the_rows_layout():
     """TreeSHAP, local MDI and Saabas on rows given as C or Fortran order, float32, read-only
-    or a strided view: the same values (TreeSHAP's equal to shap's, the oracle) and no kernel
-    gains a signature after the first call (the boundary canonicalises the rows)."""
+    or a strided view, through ``harness.explain`` and straight to the kernels' boundary
+    functions: the same values (TreeSHAP's equal to shap's, the oracle) and no kernel gains
+    a signature after the first call (each boundary canonicalises the rows)."""
     shap = pytest.importorskip("shap")
     X, y = load_diabetes(return_X_y=True)
     X = X[:120].astype(np.float32).astype(np.float64)  # float32 rows hold the same values
@@ -146,16 +109,24 @@ def test_one_signature_per_kernel_whatever_the_rows_layout():
     wide = np.repeat(X, 2, axis=1)  # every other column is X again
     read_only = X.copy()
     read_only.flags.writeable = False
-    layouts = {"C": X, "F": np.asfortranarray(X), "float32": X.astype(np.float32),
+    layouts = {"F": np.asfortranarray(X), "float32": X.astype(np.float32),
                "read-only": read_only, "strided": wide[:, ::2]}
+    view = harness.forest_view(model)
+    calls = {
+        "treeshap": lambda rows: harness.explain("treeshap", model, rows, seed=0).values,
+        "local_mdi": lambda rows: harness.explain("local_mdi", model, rows, seed=0).values,
+        "saabas": lambda rows: harness.explain("saabas", model, rows, seed=0).values,
+        "path_dependent_shap": lambda rows: path_dependent_shap(view.packed, rows)[0],
+        "local_mdi_paths": lambda rows: local_mdi_paths(view.paths, rows),
+        "saabas_paths": lambda rows: saabas_paths(view.paths, rows)[0],
+    }
     oracle = shap.TreeExplainer(model).shap_values(X)
-    for method in ("treeshap", "local_mdi", "saabas"):
-        first = harness.explain(method, model, X, seed=0).values
+    for name, call in calls.items():
+        first = call(X)
         before = compiled_signatures()
-        for name, rows in layouts.items():
-            values = harness.explain(method, model, rows, seed=0).values
-            np.testing.assert_array_equal(values, first, err_msg=f"{method}, {name} rows")
+        for layout, rows in layouts.items():
+            np.testing.assert_array_equal(call(rows), first, err_msg=f"{name}, {layout} rows")
         gained = {k: n for k, n in compiled_signatures().items() if n > before.get(k, 0)}
-        assert gained == {}, (method, gained)
-        if method == "treeshap":
-            np.testing.assert_allclose(first, oracle, atol=1e-9)
+        assert gained == {}, (name, gained)
+        if "shap" in name:
+            np.testing.assert_allclose(first.reshape(oracle.shape), oracle, atol=1e-9)
