@@ -321,7 +321,8 @@ def _run_compile(args) -> int:
         if name in report.errors:
             print(f"  {name:<24} error: {report.errors[name]}")
         else:
-            print(f"  {name:<24} {report.methods.get(name, float('nan')):6.1f} s")
+            print(f"  {name:<24} {report.methods.get(name, float('nan')):6.1f} s wall "
+                  f"{report.cpu.get(name, float('nan')):6.1f} s CPU")
     print(f"compiled the kernels of {len(names) - len(report.errors)} of {len(names)} methods "
           f"in {report.seconds:.1f} s on {report.processes} processes into {cache_location()}")
     return 1 if report.errors else 0
@@ -347,7 +348,8 @@ def _run_bench_cold(args) -> int:
         bar.close()
     print(f"(a) parallel compile of every kernel into an empty cache: "
           f"{summary['compile_wall']:.1f} s wall on {summary['processes']} processes "
-          f"({summary['compile_work']:.1f} s of compile work in the workers)")
+          f"(in the workers: {summary['compile_work']:.1f} s wall, "
+          f"{summary['compile_cpu']:.1f} s CPU)")
     print(f"(b) first call from that cache, (c) first call from an empty cache: one fresh "
           f"process each, one numba thread, 50-tree random forest on diabetes; target "
           f"<= {TARGET_SECONDS:g} s")

@@ -42,11 +42,13 @@ _SHARED = ("harness.forest", "harness.core")
 
 @dataclass
 class CompileReport:
-    """What the parallel compile did: per method the seconds its worker spent, or its error."""
+    """What the parallel compile did: per method the seconds its worker spent (wall, and the
+    worker's CPU time, which a busy machine does not inflate), or its error."""
 
     processes: int
     seconds: float
     methods: dict[str, float] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -203,6 +205,7 @@ def compile_in_processes(method_classes: Iterable[type], processes: int | None =
                             report.errors[name] = answer["error"]
                         else:
                             report.methods[name] = answer["seconds"]
+                            report.cpu[name] = answer["cpu"]
                         done[0] += 1
                         if on_progress is not None:
                             on_progress(done[0], total, name)
@@ -230,10 +233,10 @@ def _serve_stdin() -> None:
     """Worker: read one ``module:qualname`` per line, run that class's ``prepare()``, answer
     one JSON line (``seconds`` or ``error``)."""
     for line in sys.stdin:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             _load(line.strip()).prepare()
-            answer = {"seconds": time.perf_counter() - start}
+            answer = {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}
         except Exception as exc:  # the parent's own prepare() reports it again, in context
             answer = {"error": f"{type(exc).__name__}: {exc}"}
         sys.stdout.write(json.dumps(answer) + "\n")
