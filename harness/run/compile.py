@@ -128,8 +128,8 @@ def cache_location() -> str:
 def cache_is_warm(method_classes: Iterable[type]) -> bool:
     """True when every cached kernel of the methods' own kernel modules (the shared helpers of
     ``harness.forest`` are compiled with them) has an entry in numba's cache index for its
-    current source (numba's own test: the index records the source file's modification time
-    and size, and the index of another source is discarded)."""
+    current source (numba's own test: the index records a SHA-256 of the source file, and the
+    index of another source is discarded, numba 0.68 ``_hash_source_file``)."""
     for method_class in method_classes:
         for dispatcher in _own_dispatchers(method_class):
             cache = getattr(dispatcher, "_cache", None)
