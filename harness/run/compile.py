@@ -97,7 +97,7 @@ def _own_dispatchers(method_class: type) -> set:
             and d.targetoptions.get("inline", "never") != "always"}
 
 
-def _tasks(method_classes: Iterable[type]) -> list[list[type]]:
+def compile_tasks(method_classes: Iterable[type]) -> list[list[type]]:
     """Methods grouped by the kernel modules they reach, largest group first."""
     groups: dict[frozenset, list[type]] = {}
     weights: dict[frozenset, int] = {}
@@ -168,7 +168,7 @@ def compile_in_processes(method_classes: Iterable[type], processes: int | None =
     """
     start = time.perf_counter()
     classes = list(method_classes)
-    tasks = _tasks(classes)
+    tasks = compile_tasks(classes)
     processes = min(processes or usable_cores(), max(1, len(tasks)))
     report = CompileReport(processes=processes, seconds=0.0)
     lock = threading.Lock()

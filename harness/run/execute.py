@@ -14,7 +14,12 @@ from harness.core.errors import BadInputError, MethodSkipped, NotInstalledError
 from harness.forest.view import predict_output
 from harness.run.cell_result import CellResult
 from harness.run.cells import Cell
-from harness.run.compile import cache_is_warm, compile_in_processes, usable_cores
+from harness.run.compile import (
+    cache_is_warm,
+    compile_in_processes,
+    compile_tasks,
+    usable_cores,
+)
 from harness.run.protocol import ExplainRequest, run_protocol
 
 
@@ -40,7 +45,8 @@ def prepare_methods(method_classes, processes: int | None = 1,
     """
     method_classes = [c for c in method_classes if not c.missing_packages()]
     if processes != 1 and not cache_is_warm(method_classes):
-        processes = processes or usable_cores()
+        # one group of kernels compiles faster here than in a worker (no second start-up)
+        processes = min(processes or usable_cores(), len(compile_tasks(method_classes)))
         if processes > 1:
             compile_in_processes(method_classes, processes, on_progress)
     for method_class in method_classes:

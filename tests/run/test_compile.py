@@ -21,7 +21,7 @@ from harness.core import registry
 from harness.core.errors import UnknownNameError
 from harness.kernels.paths import local_mdi_paths, saabas_paths
 from harness.kernels.treeshap.path_dependent import path_dependent_shap
-from harness.run.compile import _tasks, compile_in_processes
+from harness.run.compile import compile_in_processes, compile_tasks
 from tests._support.compile_check import compiled_signatures
 from tests._support.tiny_kernel_method import BrokenPrepare, TinyKernel, TinyKernelTwin
 
@@ -53,7 +53,7 @@ def test_every_installed_method_is_sent_to_exactly_one_worker():
     MDI and Saabas share their walks) go to one worker, which then compiles them once."""
     classes = [registry.get_method_class(n) for n in registry.method_names()]
     classes = [c for c in classes if not c.missing_packages()]
-    tasks = _tasks(classes)
+    tasks = compile_tasks(classes)
     sent = [c for task in tasks for c in task]
     assert sorted(c.name for c in sent) == sorted(c.name for c in classes)
     assert len(sent) == len(set(sent))
