@@ -1,55 +1,52 @@
-"""asv suite: the first explain of a method in a fresh environment (empty numba cache).
+"""asv suite: what a user waits for compiled kernels in a fresh environment (empty numba cache).
 
-Each method's first ``harness.explain`` on a 50-tree random forest of ``diabetes`` is timed
-in a fresh Python process whose ``NUMBA_CACHE_DIR`` is a new empty directory, on one numba
-thread (issue 22, part 1: "the first call of every method on a small forest returns within
-2 s on one core"; 10-25 s before, nearly all of it numba compiling the kernels). Two figures:
-the wall time a user waits, and the CPU time of the process over that call, which is what a
-busy machine changes least (compiling is single-threaded work).
+The figures of ``python -m harness bench --cold`` (:mod:`harness.bench.cold`), in a fresh
+temporary ``NUMBA_CACHE_DIR`` (issue 22, part 1):
+
+- ``CompileSuite``: the one-off parallel compile of every installed method's kernels
+  (``python -m harness compile``; one worker per usable core), wall seconds;
+- ``ColdStartSuite``: per method, the first ``harness.explain`` on a 50-tree random forest of
+  ``diabetes`` in a fresh process on one numba thread, from an EMPTY cache (what a user who
+  skips the compile step waits; target 2 s) and from the cache the compile step left.
+
+Wall time is what a user waits; CPU time of the process over the call is what a busy machine
+changes least (compiling is single-threaded work).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import tempfile
 
-# the imports and the forest are made before the clock starts; only the first call is timed
-_FIRST_CALL = """
-import json, sys, time
-import harness
-ds = harness.load_dataset("diabetes")
-model = harness.fit_model({"forest": "random_forest", "n_estimators": 50}, ds, seed=0)
-X, y = ds.X[:100], ds.y[:100]
-wall, cpu = time.perf_counter(), time.process_time()
-harness.explain(sys.argv[1], model, X, y)
-print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu]))
-"""
+from harness.bench.cold import first_call
+from harness.core import registry
+from harness.run.compile import compile_in_processes
 
-
-def first_call_seconds(method: str) -> tuple[float, float]:
-    """(wall, CPU) seconds of the first ``harness.explain(method, ...)`` in a fresh process
-    with an empty numba cache directory."""
-    with tempfile.TemporaryDirectory(prefix="harness-cold-") as cache:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "NUMBA_NUM_THREADS": "1"}
-        done = subprocess.run([sys.executable, "-c", _FIRST_CALL, method], env=env, cwd=cache,
-                              capture_output=True, text=True, check=True, timeout=600)
-    wall, cpu = json.loads(done.stdout.strip().splitlines()[-1])
-    return wall, cpu
+# the methods with compiled kernels (the others import their packages and answer at once)
+KERNEL_METHODS = ["local_mdi", "saabas", "treeshap", "mda_test", "mda_bc", "mda_ik",
+                  "sobol_mda", "tree_sage", "shaff", "mdi_oob", "ufi"]
 
 
 class ColdStartSuite:
-    params = (["local_mdi", "treeshap"],)
+    params = (KERNEL_METHODS,)
     param_names = ["method"]
-    timeout = 1200
+    timeout = 1800
     # what ``tests/bench`` runs instead (a method that compiles little), to stay within seconds
     smoke_params = (["mdi"],)
 
     def setup_cache(self):
-        # every method once per commit, shared by both figures
-        return {method: first_call_seconds(method) for method in type(self).params[0]}
+        # each method once per commit: from an empty cache, then from the compile step's cache
+        methods = type(self).params[0]
+        figures = {}
+        for method in methods:
+            with tempfile.TemporaryDirectory(prefix="harness-cold-") as empty:
+                figures[method] = first_call(method, empty)[:2]
+        with tempfile.TemporaryDirectory(prefix="harness-cold-") as cache:
+            compile_in_processes([registry.get_method_class(m) for m in methods],
+                                 env={**os.environ, "NUMBA_CACHE_DIR": cache})
+            for method in methods:
+                figures[method] += first_call(method, cache)[:2]
+        return figures
 
     def track_first_call_wall(self, cache, method):
         return cache[method][0]
@@ -60,3 +57,30 @@ class ColdStartSuite:
         return cache[method][1]
 
     track_first_call_cpu.unit = "seconds"
+
+    def track_first_call_after_compile_wall(self, cache, method):
+        return cache[method][2]
+
+    track_first_call_after_compile_wall.unit = "seconds"
+
+
+class CompileSuite:
+    params = (["all"],)
+    param_names = ["methods"]
+    timeout = 1800
+    smoke_params = (["mdi"],)
+
+    def setup_cache(self):
+        names = type(self).params[0]
+        if names == ["all"]:
+            names = [n for n in registry.method_names()
+                     if not registry.get_method_class(n).missing_packages()]
+        with tempfile.TemporaryDirectory(prefix="harness-cold-") as cache:
+            report = compile_in_processes([registry.get_method_class(n) for n in names],
+                                          env={**os.environ, "NUMBA_CACHE_DIR": cache})
+        return {"wall": report.seconds, "processes": report.processes}
+
+    def track_parallel_compile_wall(self, cache, methods):
+        return cache["wall"]
+
+    track_parallel_compile_wall.unit = "seconds"

@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness compare | list | report | bench | reproduce``.
+"""Command line: ``python -m harness compare | list | report | bench | reproduce | compile``.
 
 Bad input (unknown name, bad parameter, unreadable config) prints one line naming what is
 allowed and what was received, exits with code 2 and writes nothing. ``compare``'s options,
@@ -139,7 +139,20 @@ def build_parser() -> argparse.ArgumentParser:
                             "--quick: 0.25)")
     bench.add_argument("--quick", action="store_true",
                        help="with --scaling: a smaller budget and fewer repeats")
+    bench.add_argument("--cold", action="store_true",
+                       help="instead: in a fresh numba cache, the parallel compile of every "
+                            "kernel, then each method's first call from that cache and from "
+                            "an empty one, each in a fresh process (harness.bench.cold)")
+    bench.add_argument("--processes", type=int,
+                       help="--cold: compile processes (default: one per usable core)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cmpl = commands.add_parser(
+        "compile", help="compile every method's kernels into numba's cache, in parallel")
+    cmpl.add_argument("-m", "--methods", nargs="+", action="append", metavar="NAME",
+                      help="only these methods (default: every installed method)")
+    cmpl.add_argument("--processes", type=int,
+                      help="compile processes (default: one per usable core)")
+    cmpl.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
@@ -324,9 +337,95 @@ def _exponent_table(exponents):
     return table.pivot(index="method", columns="axis", values="cell").fillna("-")
 
 
+def _check_processes(processes: int | None) -> None:
+    if processes is not None and processes < 1:
+        raise HarnessError(f"--processes must be an int >= 1; got {processes}.")
+
+
+def _methods_to_compile(names: list[str] | None) -> list[str]:
+    """The named methods (each must be registered and installed), or every installed one."""
+    if not names:
+        return [name for name in registry.method_names()
+                if not registry.get_method_class(name).missing_packages()]
+    for name in names:
+        missing = registry.get_method_class(name).missing_packages()  # unknown: BadInputError
+        if missing:
+            raise HarnessError(f"{name} needs {', '.join(missing)}, which is not installed; "
+                               f"got --methods {name}.")
+    return names
+
+
+def _run_compile(args) -> int:
+    from tqdm import tqdm
+
+    from harness.run.compile import cache_location, compile_in_processes
+
+    _check_processes(args.processes)
+    names = _methods_to_compile(_flatten(args.methods))
+    classes = [registry.get_method_class(name) for name in names]
+    bar = tqdm(total=len(classes), file=sys.stderr, disable=args.no_progress, unit="method",
+               desc="compiling kernels", dynamic_ncols=True)
+
+    def progress(done: int, total: int, name: str) -> None:
+        bar.update(done - bar.n)
+        if name:
+            bar.set_postfix_str(name)
+
+    try:
+        report = compile_in_processes(classes, args.processes, progress)
+    finally:
+        bar.close()
+    for name in names:
+        if name in report.errors:
+            print(f"  {name:<24} error: {report.errors[name]}")
+        else:
+            print(f"  {name:<24} {report.methods.get(name, float('nan')):6.1f} s wall "
+                  f"{report.cpu.get(name, float('nan')):6.1f} s CPU")
+    print(f"compiled the kernels of {len(names) - len(report.errors)} of {len(names)} methods "
+          f"in {report.seconds:.1f} s on {report.processes} processes into {cache_location()}")
+    return 1 if report.errors else 0
+
+
+def _run_bench_cold(args) -> int:
+    from tqdm import tqdm
+
+    from harness.bench.cold import TARGET_SECONDS, run_cold
+
+    _check_processes(args.processes)
+    names = _methods_to_compile(args.method)
+    bar = tqdm(file=sys.stderr, disable=args.no_progress, unit="step", dynamic_ncols=True)
+
+    def progress(text: str, done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+        bar.set_description_str(text[:60])
+
+    try:
+        table, summary = run_cold(names, args.processes, on_step=progress)
+    finally:
+        bar.close()
+    print(f"(a) parallel compile of every kernel into an empty cache: "
+          f"{summary['compile_wall']:.1f} s wall on {summary['processes']} processes "
+          f"(in the workers: {summary['compile_work']:.1f} s wall, "
+          f"{summary['compile_cpu']:.1f} s CPU)")
+    print(f"(b) first call from that cache, (c) first call from an empty cache: one fresh "
+          f"process each, one numba thread, 50-tree random forest on diabetes; target "
+          f"<= {TARGET_SECONDS:g} s")
+    columns = {"method": "method", "compile_seconds": "(a) its compile s",
+               "first_call_wall": "(b) wall s", "first_call_cpu": "(b) cpu s",
+               "meets_after_compile": "(b) meets", "empty_cache_wall": "(c) wall s",
+               "empty_cache_cpu": "(c) cpu s", "meets": "(c) meets", "note": "note"}
+    shown = table[[c for c in columns if c in table]].rename(columns=columns)
+    print(shown.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    print(f"bench wall time: {summary['wall']:.1f} s")
+    return 0
+
+
 def _run_bench(args) -> int:
     if args.runner:
         return _run_bench_runner(args)
+    if args.cold:
+        return _run_bench_cold(args)
     from tqdm import tqdm
 
     from harness.bench.runner import run_bench
@@ -419,6 +518,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run_bench(args)
         if args.command == "reproduce":
             return _run_reproduce(args)
+        if args.command == "compile":
+            return _run_compile(args)
         for path in registry.build_reports(args.out):
             print(path)
         return 0

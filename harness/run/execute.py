@@ -14,6 +14,12 @@ from harness.core.errors import BadInputError, MethodSkipped, NotInstalledError
 from harness.forest.view import predict_output
 from harness.run.cell_result import CellResult
 from harness.run.cells import Cell
+from harness.run.compile import (
+    cache_is_warm,
+    compile_in_processes,
+    compile_tasks,
+    usable_cores,
+)
 from harness.run.protocol import ExplainRequest, run_protocol
 
 
@@ -26,16 +32,28 @@ class CellInput:
     sample_index: np.ndarray  # rows of the dataset that ``data`` holds
 
 
-def prepare_methods(method_classes) -> None:
+def prepare_methods(method_classes, processes: int | None = 1,
+                    on_progress: Callable[[int, int, str], None] | None = None) -> None:
     """Import packages and compile kernels once, before any cell is timed: in the runner
     (forked cells inherit them) and on each Dask worker before its first cell. A failure is
-    left for the cell itself to report."""
+    left for the cell itself to report.
+
+    ``processes`` other than 1 (None: one per usable core) first compiles the kernels into
+    numba's on-disk cache in that many worker processes (:mod:`harness.run.compile`), when
+    the cache lacks any of them; this process then loads them from the cache. ``on_progress``
+    gets (methods done, methods in all, name) from that step.
+    """
+    method_classes = [c for c in method_classes if not c.missing_packages()]
+    if processes != 1 and not cache_is_warm(method_classes):
+        # one group of kernels compiles faster here than in a worker (no second start-up)
+        processes = min(processes or usable_cores(), len(compile_tasks(method_classes)))
+        if processes > 1:
+            compile_in_processes(method_classes, processes, on_progress)
     for method_class in method_classes:
-        if not method_class.missing_packages():
-            try:
-                method_class.prepare()
-            except Exception:
-                pass
+        try:
+            method_class.prepare()
+        except Exception:
+            pass
 
 
 def run_one(cell: Cell, inputs: CellInput,

@@ -189,7 +189,9 @@ def _run_cells(cells: list[Cell], store: Store, executor_obj, summary: RunSummar
 
     _refresh_truth(cells, todo, store)
     tasks = _prepare(todo, store, record, notify, limits)
-    prepare_methods({type(cell.method) for cell, _ in tasks})
+    prepare_methods({type(cell.method) for cell, _ in tasks}, processes=None,
+                    on_progress=lambda done, total, name: notify(
+                        "stage", f"compiling kernels: {done}/{total} methods"))
     notify("stage", f"explaining {len(tasks)} cells")
     if getattr(executor_obj, "reports_progress", False):
         executor_obj.run(tasks, record, lambda cell, fraction: notify("progress",

@@ -1,0 +1,139 @@
+"""``python -m harness bench --cold``: what a user waits for compiled kernels, in a fresh cache.
+
+Three figures per method, each in fresh processes whose ``NUMBA_CACHE_DIR`` is a new
+temporary directory (issue 22, part 1):
+
+(a) the one-off compile of every method's kernels into that cache, by
+    :func:`harness.run.compile.compile_in_processes` (one worker per usable core), with the
+    seconds each method took in its worker (kernels shared by two methods are counted with the
+    first that compiled them);
+(b) then the first ``harness.explain`` of each method in a fresh process reading that cache;
+(c) the first ``harness.explain`` of each method in a fresh process with an EMPTY cache: what
+    a user who skips the compile step waits.
+
+The first call is that of ``harness.explain`` on a ``n_estimators``-tree random forest of
+``diabetes`` (the imports and the fit happen before the clock starts), on one numba thread;
+the protocol's ``prepare()`` is part of it, as it is of every first call. Wall and CPU seconds
+of that process are both given: on a busy machine the wall time includes waiting for a core,
+the CPU time does not (compiling is single-threaded work).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+import pandas as pd
+
+from harness.core import registry
+from harness.run.compile import compile_in_processes
+
+#: Target of issue 22: the first call of every method within 2 s from an empty cache.
+TARGET_SECONDS = 2.0
+
+# imports and the forest come before the clock; only the first explain is timed. The OOB
+# methods take the forest's training rows, so every method explains those (331 rows).
+_FIRST_CALL = """
+import json, sys, time
+import harness
+ds = harness.load_dataset("diabetes")
+model = harness.fit_model({"forest": "random_forest", "n_estimators": int(sys.argv[2])}, ds,
+                          seed=0)
+train = model.harness_fit_["train_index"]
+X, y = ds.X[train], ds.y[train]
+wall, cpu = time.perf_counter(), time.process_time()
+harness.explain(sys.argv[1], model, X, y, seed=0)
+print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu]))
+"""
+
+
+def first_call(method: str, cache_dir: str, n_estimators: int = 50,
+               timeout: float = 600.0) -> tuple[float, float, str]:
+    """(wall, CPU, error) seconds of the first ``harness.explain(method, ...)`` in a fresh
+    process on one numba thread whose numba cache is ``cache_dir``."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "NUMBA_NUM_THREADS": "1"}
+    try:
+        done = subprocess.run([sys.executable, "-c", _FIRST_CALL, method, str(n_estimators)],
+                              env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return float("nan"), float("nan"), f"timeout after {timeout:.0f} s"
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
+        return float("nan"), float("nan"), lines[-1]
+    wall, cpu = json.loads(done.stdout.strip().splitlines()[-1])
+    return wall, cpu, ""
+
+
+def run_cold(methods: list[str] | None = None, processes: int | None = None,
+             n_estimators: int = 50, empty_cache: bool = True,
+             on_step: Callable[[str, int, int], None] | None = None
+             ) -> tuple[pd.DataFrame, dict]:
+    """Measure (a), (b) and (c) of the module docstring for ``methods`` (default: every
+    installed method).
+
+    Returns
+    -------
+    table : DataFrame
+        One row per method: ``compile_seconds`` (its share of (a)), ``first_call_wall`` and
+        ``first_call_cpu`` (b), ``empty_cache_wall`` and ``empty_cache_cpu`` (c), ``meets``
+        (c within :data:`TARGET_SECONDS`), ``meets_after_compile`` (b within it) and ``note``
+        (an error, if any).
+    summary : dict
+        ``compile_wall`` (seconds of (a)), ``processes``, ``compile_work`` and
+        ``compile_cpu`` (Σ of the methods' wall and CPU seconds in their workers) and ``wall``
+        (of the whole bench).
+    """
+    start = time.perf_counter()
+    names = methods or [name for name in registry.method_names()
+                        if not registry.get_method_class(name).missing_packages()]
+    classes = [registry.get_method_class(name) for name in names]
+    steps = 1 + len(names) * (2 if empty_cache else 1)
+    done = [0]
+
+    def step(text: str) -> None:
+        done[0] += 1
+        if on_step is not None:
+            on_step(text, done[0], steps)
+
+    rows = {name: {"method": name} for name in names}
+    with tempfile.TemporaryDirectory(prefix="harness-cold-") as cache:
+        if on_step is not None:
+            on_step("compiling every kernel in parallel", 0, steps)
+        report = compile_in_processes(classes, processes,
+                                      env={**os.environ, "NUMBA_CACHE_DIR": cache})
+        step(f"compiled in {report.seconds:.1f} s")
+        for name in names:
+            rows[name]["compile_seconds"] = report.methods.get(name, float("nan"))
+            if name in report.errors:
+                rows[name]["note"] = f"compile: {report.errors[name]}"
+            wall, cpu, error = first_call(name, cache, n_estimators)
+            rows[name].update(first_call_wall=wall, first_call_cpu=cpu)
+            if error:
+                rows[name]["note"] = error
+            step(f"{name}: first call after the compile")
+    for name in names if empty_cache else []:
+        with tempfile.TemporaryDirectory(prefix="harness-cold-") as empty:
+            wall, cpu, error = first_call(name, empty, n_estimators)
+        rows[name].update(empty_cache_wall=wall, empty_cache_cpu=cpu)
+        if error:
+            rows[name]["note"] = error
+        step(f"{name}: first call from an empty cache")
+    table = pd.DataFrame(list(rows.values()))
+    for column in ("compile_seconds", "first_call_wall", "first_call_cpu", "empty_cache_wall",
+                   "empty_cache_cpu", "note"):
+        if column not in table:
+            table[column] = "" if column == "note" else float("nan")
+    table["note"] = table["note"].fillna("")
+    table["meets_after_compile"] = table["first_call_wall"] <= TARGET_SECONDS
+    if empty_cache:
+        table["meets"] = table["empty_cache_wall"] <= TARGET_SECONDS
+    summary = {"compile_wall": report.seconds, "processes": report.processes,
+               "compile_work": sum(report.methods.values()),
+               "compile_cpu": sum(report.cpu.values()),
+               "wall": time.perf_counter() - start}
+    return table, summary

@@ -1,0 +1,247 @@
+"""Compile the methods' kernels into numba's on-disk cache, in one process per core.
+
+numba compiles a kernel on one core, and a fresh environment has about a minute of kernels to
+compile (issue 22, part 1). The compilation of different kernels is independent, so the
+methods are shared among worker processes (``python -m harness.run.compile``, one per usable
+core), each of which runs the methods' ``prepare()`` and so writes every kernel it compiles to
+numba's cache (``cache=True``; ``NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside the
+sources). The calling process then runs ``prepare()`` itself and loads the kernels from that
+cache instead of compiling them.
+
+Two workers may write the same cache entry (a helper reached by two methods): numba writes
+each index and object file to a temporary name and renames it over the old one
+(``numba.core.caching._CacheFile._open_for_write``), an atomic replace on POSIX, so a reader
+sees one whole file or the other, never a torn one; both hold the same code, since every kernel
+takes one signature (inputs are canonicalised at the kernel boundary).
+
+Methods whose kernels live in the same modules go to the same worker, in one task (local MDI
+and Saabas share their walks: two workers would compile them twice), and the tasks go out
+largest first, to whichever worker is free (longest-processing-time order), measured by the
+number of compiled functions their modules hold (a parallel kernel counts three times: its
+compilation is the longest).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib import import_module
+
+#: Packages whose modules are searched for kernels (a plugin's own package is added).
+_FRAMEWORK = "harness"
+#: Modules of shared low-level helpers, left out when grouping methods by their kernels.
+_SHARED = ("harness.forest", "harness.core")
+
+
+@dataclass
+class CompileReport:
+    """What the parallel compile did: per method the seconds its worker spent (wall, and the
+    worker's CPU time, which a busy machine does not inflate), or its error."""
+
+    processes: int
+    seconds: float
+    methods: dict[str, float] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def _target(method_class: type) -> str:
+    return f"{method_class.__module__}:{method_class.__qualname__}"
+
+
+def _load(target: str) -> type:
+    module, _, qualname = target.partition(":")
+    obj = import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _dispatchers(method_class: type) -> set:
+    """numba dispatchers of the modules that ``method_class``'s modules reach by their global
+    names, within the framework and the method's own package."""
+    from numba.core.registry import CPUDispatcher
+
+    roots = {_FRAMEWORK, method_class.__module__.partition(".")[0]}
+    todo = [sys.modules[c.__module__] for c in method_class.__mro__ if c.__module__ in sys.modules]
+    seen: set[str] = set()
+    found = set()
+    while todo:
+        module = todo.pop()
+        if module.__name__ in seen:
+            continue
+        seen.add(module.__name__)
+        for value in list(vars(module).values()):
+            if isinstance(value, CPUDispatcher):
+                found.add(value)
+            reached = (value if isinstance(value, types.ModuleType)
+                       else sys.modules.get(getattr(value, "__module__", None) or ""))
+            if (reached is not None and reached.__name__.partition(".")[0] in roots
+                    and reached.__name__ not in seen):
+                todo.append(reached)
+    return found
+
+
+def _own_dispatchers(method_class: type) -> set:
+    """The dispatchers of :func:`_dispatchers` outside the shared low-level modules, without
+    those inlined into their callers (``inline="always"``: never compiled on their own)."""
+    return {d for d in _dispatchers(method_class)
+            if not d.py_func.__module__.startswith(_SHARED)
+            and d.targetoptions.get("inline", "never") != "always"}
+
+
+def compile_tasks(method_classes: Iterable[type]) -> list[list[type]]:
+    """Methods grouped by the kernel modules they reach, largest group first."""
+    groups: dict[frozenset, list[type]] = {}
+    weights: dict[frozenset, int] = {}
+    for method_class in sorted(method_classes, key=_target):
+        own = _own_dispatchers(method_class)
+        key = frozenset(d.py_func.__module__ for d in own)
+        groups.setdefault(key, []).append(method_class)
+        weights[key] = sum(1 + 2 * bool(d.targetoptions.get("parallel")) for d in own)
+    order = sorted(groups, key=lambda key: (-weights[key], _target(groups[key][0])))
+    return [groups[key] for key in order]
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def cache_location() -> str:
+    """Where numba writes the kernels' cache: ``NUMBA_CACHE_DIR``, else beside the sources."""
+    import numba
+
+    return numba.config.CACHE_DIR or "__pycache__ beside the sources (NUMBA_CACHE_DIR unset)"
+
+
+def cache_is_warm(method_classes: Iterable[type]) -> bool:
+    """True when every cached kernel of the methods' own kernel modules (the shared helpers of
+    ``harness.forest`` are compiled with them) has an entry in numba's cache index for its
+    current source (numba's own test: the index records a SHA-256 of the source file, and the
+    index of another source is discarded, numba 0.68 ``_hash_source_file``)."""
+    for method_class in method_classes:
+        for dispatcher in _own_dispatchers(method_class):
+            cache = getattr(dispatcher, "_cache", None)
+            cache_file = getattr(cache, "_cache_file", None)
+            if cache_file is None:  # cache=False: nothing a worker could leave behind
+                continue
+            try:
+                if not cache_file._load_index():
+                    return False
+            except Exception:  # an unreadable index is one numba will rewrite
+                return False
+    return True
+
+
+def compile_in_processes(method_classes: Iterable[type], processes: int | None = None,
+                         on_progress: Callable[[int, int, str], None] | None = None,
+                         env: dict[str, str] | None = None) -> CompileReport:
+    """Run every method's ``prepare()`` in ``processes`` worker processes (default: one per
+    usable core, at most one per task), filling numba's on-disk cache.
+
+    Parameters
+    ----------
+    method_classes : iterable of Method subclasses
+        Importable by module and qualified name (a worker imports them).
+    processes : int, optional
+    on_progress : callable(done, total, name), optional
+        Called after each method, from the thread that reads its worker.
+    env : dict, optional
+        Environment of the workers (default: this process's; ``NUMBA_CACHE_DIR`` there
+        chooses the cache).
+
+    Returns
+    -------
+    CompileReport
+        Seconds per method (its worker's wall time for its ``prepare()``) or its error.
+    """
+    start = time.perf_counter()
+    classes = list(method_classes)
+    tasks = compile_tasks(classes)
+    processes = min(processes or usable_cores(), max(1, len(tasks)))
+    report = CompileReport(processes=processes, seconds=0.0)
+    lock = threading.Lock()
+    queue = list(reversed(tasks))  # pop() from the end: largest first
+    total, done = len(classes), [0]
+    worker_env = {**(os.environ if env is None else env), "NUMBA_NUM_THREADS": "1"}
+
+    def serve() -> None:
+        worker = subprocess.Popen([sys.executable, "-m", "harness.run.compile"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, env=worker_env)
+        try:
+            while True:
+                with lock:
+                    if not queue:
+                        break
+                    task = queue.pop()
+                alive = True
+                for method_class in task:
+                    name = getattr(method_class, "name", method_class.__qualname__)
+                    line = ""
+                    if alive:
+                        try:
+                            worker.stdin.write(_target(method_class) + "\n")
+                            worker.stdin.flush()
+                            line = worker.stdout.readline()
+                        except OSError:
+                            line = ""
+                    alive = bool(line)
+                    answer = (json.loads(line) if line
+                              else {"error": f"the compile worker died (exit {worker.poll()})"})
+                    with lock:
+                        if answer.get("error"):
+                            report.errors[name] = answer["error"]
+                        else:
+                            report.methods[name] = answer["seconds"]
+                            report.cpu[name] = answer["cpu"]
+                        done[0] += 1
+                        if on_progress is not None:
+                            on_progress(done[0], total, name)
+                if not alive:
+                    return
+        finally:
+            try:
+                worker.stdin.close()
+            except OSError:
+                pass
+            worker.wait()
+
+    if on_progress is not None:
+        on_progress(0, total, "")
+    threads = [threading.Thread(target=serve, daemon=True) for _ in range(processes)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _serve_stdin() -> None:
+    """Worker: read one ``module:qualname`` per line, run that class's ``prepare()``, answer
+    one JSON line (``seconds`` or ``error``)."""
+    for line in sys.stdin:
+        start, cpu = time.perf_counter(), time.process_time()
+        try:
+            _load(line.strip()).prepare()
+            answer = {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}
+        except Exception as exc:  # the parent's own prepare() reports it again, in context
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    _serve_stdin()

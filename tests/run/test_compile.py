@@ -1,0 +1,132 @@
+"""The parallel compile step (harness.run.compile): it covers every method, leaves numba's cache
+such that a fresh process compiles nothing, survives concurrent writers, and the kernels take
+one signature whatever the layout of the rows they are given."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_diabetes
+from sklearn.ensemble import RandomForestRegressor
+
+import harness
+from harness.core import registry
+from harness.core.errors import UnknownNameError
+from harness.kernels.paths import local_mdi_paths, saabas_paths
+from harness.kernels.treeshap.path_dependent import path_dependent_shap
+from harness.run.compile import compile_in_processes, compile_tasks
+from tests._support.compile_check import compiled_signatures
+from tests._support.tiny_kernel_method import BrokenPrepare, TinyKernel, TinyKernelTwin
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# a fresh process on the given cache: is it warm, then prepare() and what numba did
+_LOAD_TINY = """
+import json
+from harness.run.compile import cache_is_warm
+from tests._support.tiny_kernel_method import TinyKernel, column_sums
+warm = cache_is_warm([TinyKernel])
+TinyKernel.prepare()
+print(json.dumps({"warm": warm, "hits": sum(column_sums.stats.cache_hits.values()),
+                  "misses": sum(column_sums.stats.cache_misses.values())}))
+"""
+
+def _python(code: str, cache: str | None = None) -> dict:
+    env = dict(os.environ)
+    if cache is not None:
+        env["NUMBA_CACHE_DIR"] = cache
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_every_installed_method_is_sent_to_exactly_one_worker():
+    """The tasks partition the installed methods; methods on the same kernel modules (local
+    MDI and Saabas share their walks) go to one worker, which then compiles them once."""
+    classes = [registry.get_method_class(n) for n in registry.method_names()]
+    classes = [c for c in classes if not c.missing_packages()]
+    tasks = compile_tasks(classes)
+    sent = [c for task in tasks for c in task]
+    assert sorted(c.name for c in sent) == sorted(c.name for c in classes)
+    assert len(sent) == len(set(sent))
+    task_of = {c.name: i for i, task in enumerate(tasks) for c in task}
+    assert task_of["local_mdi"] == task_of["saabas"]
+    assert task_of["treeshap"] != task_of["tree_sage"]
+
+
+def test_compile_command_covers_every_installed_method():
+    from harness.cli.main import _methods_to_compile
+
+    installed = [n for n in registry.method_names()
+                 if not registry.get_method_class(n).missing_packages()]
+    assert _methods_to_compile(None) == installed
+    with pytest.raises(UnknownNameError, match="no_such_method"):
+        _methods_to_compile(["no_such_method"])
+
+
+def test_concurrent_workers_fill_the_cache_and_a_fresh_process_only_loads(tmp_path):
+    """Two compile runs at once on one empty cache, each writing the same kernel (numba
+    replaces its files by atomic renames): a fresh process then finds the cache warm and loads
+    the kernel (a cache hit, no miss); a failing prepare() is reported, not raised."""
+    cache = str(tmp_path / "numba")
+    assert _python(_LOAD_TINY.replace("TinyKernel.prepare()", "pass"), cache)["warm"] is False
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
+    reports = [None, None]
+
+    def run(i, classes):
+        reports[i] = compile_in_processes(classes, 1, env=env)
+
+    threads = [threading.Thread(target=run, args=(0, [TinyKernel])),
+               threading.Thread(target=run, args=(1, [TinyKernelTwin, BrokenPrepare]))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert set(reports[0].methods) == {"tiny_kernel"} and not reports[0].errors
+    assert set(reports[1].methods) == {"tiny_kernel_twin"}
+    assert "no compiler today" in reports[1].errors["broken_prepare"]
+    loaded = _python(_LOAD_TINY, cache)
+    assert loaded == {"warm": True, "hits": 1, "misses": 0}
+
+
+def test_one_signature_per_kernel_whatever_the_rows_layout():
+    """TreeSHAP, local MDI and Saabas on rows given as C or Fortran order, float32, read-only
+    or a strided view, through ``harness.explain`` and straight to the kernels' boundary
+    functions: the same values (TreeSHAP's equal to shap's, the oracle) and no kernel gains
+    a signature after the first call (each boundary canonicalises the rows)."""
+    shap = pytest.importorskip("shap")
+    X, y = load_diabetes(return_X_y=True)
+    X = X[:120].astype(np.float32).astype(np.float64)  # float32 rows hold the same values
+    model = RandomForestRegressor(n_estimators=10, max_depth=6, random_state=0).fit(X, y[:120])
+    wide = np.repeat(X, 2, axis=1)  # every other column is X again
+    read_only = X.copy()
+    read_only.flags.writeable = False
+    layouts = {"F": np.asfortranarray(X), "float32": X.astype(np.float32),
+               "read-only": read_only, "strided": wide[:, ::2]}
+    view = harness.forest_view(model)
+    calls = {
+        "treeshap": lambda rows: harness.explain("treeshap", model, rows, seed=0).values,
+        "local_mdi": lambda rows: harness.explain("local_mdi", model, rows, seed=0).values,
+        "saabas": lambda rows: harness.explain("saabas", model, rows, seed=0).values,
+        "path_dependent_shap": lambda rows: path_dependent_shap(view.packed, rows)[0],
+        "local_mdi_paths": lambda rows: local_mdi_paths(view.paths, rows),
+        "saabas_paths": lambda rows: saabas_paths(view.paths, rows)[0],
+    }
+    oracle = shap.TreeExplainer(model).shap_values(X)
+    for name, call in calls.items():
+        first = call(X)
+        before = compiled_signatures()
+        for layout, rows in layouts.items():
+            np.testing.assert_array_equal(call(rows), first, err_msg=f"{name}, {layout} rows")
+        gained = {k: n for k, n in compiled_signatures().items() if n > before.get(k, 0)}
+        assert gained == {}, (name, gained)
+        if "shap" in name:
+            np.testing.assert_allclose(first.reshape(oracle.shape), oracle, atol=1e-9)

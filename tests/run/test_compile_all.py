@@ -1,0 +1,57 @@
+"""After ``python -m harness compile``, a fresh process explains every installed method without
+compiling a kernel (each comes from numba's cache that the compile step wrote)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# a fresh process: every installed method's prepare() and one explain per task, recording
+# every harness kernel that numba compiles (a load from the cache fires no compile event)
+_EXPLAIN_ALL = """
+import json
+from numba.core import event
+compiled = []
+
+class Recorder(event.Listener):
+    def on_start(self, ev):
+        func = ev.data["dispatcher"].py_func
+        if func.__module__.startswith("harness"):
+            compiled.append(f"{func.__module__}.{func.__qualname__}")
+
+    def on_end(self, ev):
+        pass
+
+event.register("numba:compile", Recorder())
+from harness.core import registry
+from harness.core.errors import UnknownNameError
+from harness.run.execute import prepare_methods
+from tests._support.compile_check import compiled_during_explain
+names = [n for n in registry.method_names()
+         if not registry.get_method_class(n).missing_packages()]
+prepare_methods([registry.get_method_class(n) for n in names], processes=1)
+in_prepare = list(compiled)
+compiled_during_explain(names)
+print(json.dumps({"prepare": in_prepare, "explain": compiled[len(in_prepare):]}))
+"""
+
+
+def _python(code: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_after_the_compile_command_a_fresh_process_compiles_nothing():
+    """``python -m harness compile``, then in a fresh process every installed method's
+    prepare() and an explain per task it supports: numba compiles no harness kernel (each one
+    comes from the cache the compile step wrote)."""
+    done = subprocess.run([sys.executable, "-m", "harness", "compile", "--no-progress"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _python(_EXPLAIN_ALL) == {"prepare": [], "explain": []}
