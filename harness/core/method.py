@@ -197,13 +197,16 @@ class Method:
                 raise TypeError(f"{type(self).__name__} is declared rows_independent, so it "
                                 f"must return local values without std; got {part.scope!r} "
                                 f"values{'' if part.std is None else ' with std'}.")
-            if result is None:
-                result = part
+            pieces = part.values, part.base_values
+            if result is None:  # the first block's record carries unit, explains, extra
                 values = np.empty((n, *part.values.shape[1:]))
                 if part.base_values is not None:
                     base = np.empty((n, *np.shape(part.base_values)[1:]))
-            for whole, piece, what in ((values, part.values, "values"),
-                                       (base, part.base_values, "base_values")):
+                result = part
+            # drop the block's record now: it would keep the block alive during the next one
+            part.values, part.base_values, part = values, base, None
+            for whole, piece, what in zip((values, base), pieces, ("values", "base_values"),
+                                          strict=True):
                 if (whole is None) != (piece is None) or (
                         piece is not None and np.shape(piece) != (stop - begin,
                                                                   *whole.shape[1:])):
@@ -213,9 +216,9 @@ class Method:
                         f"{None if whole is None else (stop - begin, *whole.shape[1:])}.")
                 if whole is not None:
                     whole[begin:stop] = piece
+            pieces = piece = None
             if data.progress is not None:
                 data.progress(stop / n)
-        result.values, result.base_values = values, base
         return result
 
     def _rows_context(self, model: Any, data: ExplainData, rng: np.random.Generator) -> Any:
