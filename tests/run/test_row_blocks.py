@@ -140,3 +140,18 @@ def test_memory_above_the_output_does_not_grow_with_rows(name, params):
     small = _memory_above_output(name, params, model, X[:n], block)
     large = _memory_above_output(name, params, model, X, block)
     assert large - small < 64 * 1024, (small, large)
+
+
+def test_memory_bench_measures_every_local_method():
+    """``bench --memory`` covers each registered local method, and its figures add up: the
+    output is the values and base values, the extra is the traced peak above it."""
+    from harness.bench.memory import SETTINGS, measure
+
+    assert {setting.spec.partition("[")[0] for setting in SETTINGS} == set(_local_methods())
+    model, X = _problem("regression", n_rows=600, n_features=20, n_trees=5)
+    figures = measure("saabas", model, X, threads=None)
+    assert figures["n_rows"] == 600 and figures["block_rows"] == row_block(model, 20)
+    assert figures["output_mb"] == pytest.approx(600 * 21 * 8 / 1e6)
+    assert figures["extra_traced_mb"] == pytest.approx(
+        figures["traced_peak_mb"] - figures["output_mb"])
+    assert 0 < figures["extra_traced_mb"] < figures["output_mb"]
