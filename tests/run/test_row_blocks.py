@@ -155,3 +155,19 @@ def test_memory_bench_measures_every_local_method():
     assert figures["extra_traced_mb"] == pytest.approx(
         figures["traced_peak_mb"] - figures["output_mb"])
     assert 0 < figures["extra_traced_mb"] < figures["output_mb"]
+
+
+def test_asv_memory_suite_names_the_bench_settings():
+    import sys
+    from pathlib import Path
+
+    from harness.bench.memory import SETTINGS
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    try:
+        from benchmarks.bench_methods import MemoryAtScaleSuite
+    finally:
+        sys.path.pop(0)
+    assert list(MemoryAtScaleSuite.largest) == [setting.spec for setting in SETTINGS]
+    for setting in SETTINGS:
+        assert MemoryAtScaleSuite.largest[setting.spec] <= setting.max_rows
