@@ -126,16 +126,20 @@ def _memory_above_output(name: str, params: dict, model, X, block_rows: int) -> 
     return peak - output
 
 
-@pytest.mark.parametrize(("name", "params"), [
-    ("local_mdi", {}), ("saabas", {}), ("treeshap", {}),
-    ("treeshap", {"perturbation": "interventional", "n_background": 8}),
-], ids=["local_mdi", "saabas", "treeshap", "treeshap-interventional"])
-def test_memory_above_the_output_does_not_grow_with_rows(name, params):
+@pytest.mark.parametrize(("name", "params", "task"), [
+    ("local_mdi", {}, "regression"), ("saabas", {}, "regression"),
+    ("treeshap", {}, "regression"),
+    ("treeshap", {"perturbation": "interventional", "n_background": 8}, "regression"),
+    ("saabas", {}, "classification"), ("treeshap", {}, "classification"),
+], ids=["local_mdi", "saabas", "treeshap", "treeshap-interventional", "saabas-classifier",
+        "treeshap-classifier"])
+def test_memory_above_the_output_does_not_grow_with_rows(name, params, task):
     """4x the rows: the output grows 4x, the rest by less than a small constant. Without
-    blocks the float32 coding of X alone would add 3 n p 4 bytes (480 kB here), and the
-    kernels' output and its rescaled copy 3 n p 8 bytes each."""
+    blocks the float32 coding of X alone would add 3 n p 4 bytes (480 kB here), the kernels'
+    output and its rescaled copy 3 n p 8 bytes each, times 3 classes for a classifier's
+    (n, p, C) values of which one class is kept."""
     n, block = 2000, 256
-    model, X = _problem("regression", n_rows=4 * n, n_features=20, n_trees=10)
+    model, X = _problem(task, n_rows=4 * n, n_features=20, n_trees=10)
     _explain(name, params, model, X[:block], block)  # the view and kernels, built once
     small = _memory_above_output(name, params, model, X[:n], block)
     large = _memory_above_output(name, params, model, X, block)
