@@ -29,10 +29,11 @@ from harness.run.inputs import validate_explain_inputs
 #: (the rows coded as float32, the kernel's output, its rescaled copy, a classifier's choice
 #: of one class) are a few times this (12.6 MB for local MDI and Saabas, 19 MB for TreeSHAP at
 #: 20 features, measured by ``bench --memory``), whatever the number of rows explained. 8 MiB
-#: is 52 428 rows of 20 features; the per-call work of the kernels (tree tables, a
-#: background's directions) is then spread over so many rows that it does not show: blocks of
-#: 1024 rows (path-dependent TreeSHAP) or 256 rows (interventional) cost the same CPU time as
-#: one call, within the 5 % noise of a busy machine (100 trees of depth 12, one thread).
+#: is 52 416 rows of 20 features (a multiple of 64); the per-call work of the kernels (tree
+#: tables, a background's directions) is then spread over so many rows that it does not
+#: show: blocks of 1024 rows (path-dependent TreeSHAP) or 256 rows (interventional) cost the
+#: same CPU time as one call, within the 5 % noise of a busy machine (100 trees of depth 12,
+#: one thread).
 ROW_BLOCK_BYTES = 8 * 2**20
 
 
