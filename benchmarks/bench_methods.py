@@ -17,9 +17,10 @@ track instead
   above its start (NumPy and numba arrays, traced by ``tracemalloc``), which is the same from
   run to run, rather than asv's ``peakmem_`` (the whole process: 330-380 MB for every method,
   mostly the imported libraries);
-- ``MemoryAtScaleSuite``: the same peak, and the resident-memory peak, of ``local_mdi`` on up
-  to 10^6 rows x 20 features with a 100-tree forest (the size of issue 22's bounded-memory
-  target), to show that it grows as the output does;
+- ``MemoryAtScaleSuite``: the traced and the resident peak of every local method above its
+  output, on up to 10^6 rows x 20 features with a 100-tree forest (issue 22's bounded-memory
+  target; the measure of ``python -m harness bench --memory``), to show that it does not grow
+  with the rows;
 - ``IdentitySuite``: residuals of the identities every commit must keep (exact figures).
 
 The absolute times of the same calls are in ``bench_absolute`` (for quiet machines), the
@@ -36,7 +37,6 @@ from .common import (
     fitted_forests,
     method_params,
     ratio_over_processes,
-    rss_peak_above_start,
 )
 
 # (dataset, forest) of the shared grid on which every method runs (the OOB methods need the
@@ -48,6 +48,12 @@ def _methods():
     import harness
 
     return list(harness.list_methods()["name"])
+
+
+def _memory():
+    from harness.bench import memory
+
+    return memory
 
 
 def _additivity_residual(method: str, model, X) -> float:
@@ -133,45 +139,47 @@ class ExplainSuite:
 
 
 class MemoryAtScaleSuite:
-    """Peak memory of ``local_mdi`` over n rows x 20 features, 100-tree forest (fit on 2000
-    rows, depth <= 12, so that the forest stays small beside the output): the traced peak
-    (arrays) and the resident peak (everything), each above the start of the explain. The
-    output alone is 160 n bytes (float64)."""
+    """Memory of every local method's explain on n rows x 20 features with the 100-tree,
+    depth-12 forest of ``python -m harness bench --memory``, by the same measure
+    (:func:`harness.bench.memory.measure`): the traced and the resident peak above the start
+    of the explain, minus the output, which the row blocks keep constant in n. Each method
+    runs up to the largest n whose explain takes seconds on one thread in CI (10^6 rows for
+    the path walks, 10^4 for path-dependent TreeSHAP, 10^3 for interventional TreeSHAP);
+    ``bench --memory`` goes further."""
 
-    params = ([10**4, 10**5, 10**6],)
-    param_names = ["n_rows"]
+    # the settings of harness.bench.memory.SETTINGS (named here: asv discovers the suites
+    # without importing harness), each up to the largest n that takes seconds
+    largest = {"local_mdi": 10**6, "saabas": 10**6, "treeshap": 10**4,
+               "treeshap[perturbation=interventional]": 10**3}
+    params = (list(largest), [10**3, 10**4, 10**6])
+    param_names = ["spec", "n_rows"]
+    smoke_params = (params[0][:1], [2000])  # the suites' test: one method, seconds
     timeout = 600
 
     def setup_cache(self):
-        from sklearn.ensemble import RandomForestRegressor
+        return _memory().scale_forest()
 
-        rng = np.random.default_rng(0)
-        X = rng.standard_normal((2000, 20))
-        y = X[:, 0] + X[:, 1] * X[:, 2] + 0.1 * rng.standard_normal(2000)
-        return RandomForestRegressor(100, max_depth=12, random_state=0, n_jobs=1).fit(X, y)
-
-    def setup(self, model, n_rows):
-        import harness
-
+    def setup(self, model, spec, n_rows):
+        if n_rows > self.largest[spec]:
+            raise NotImplementedError(f"{spec} is measured up to {self.largest[spec]} rows")
         self.threads = _one_thread()
-        self.X = np.random.default_rng(1).standard_normal((n_rows, 20))
-        harness.explain("local_mdi", model, self.X[:10])  # compile outside the measures
-        self.explain = lambda: harness.explain("local_mdi", model, self.X)
+        self.figures = _memory().measure(spec, model, _memory().scale_rows(n_rows),
+                                         threads=None)
 
-    def teardown(self, model, n_rows):
-        _restore(self.threads)
+    def teardown(self, model, spec, n_rows):
+        if hasattr(self, "threads"):  # asv tears down after a skipping setup too
+            _restore(self.threads)
+            del self.threads
 
-    def track_traced_peak(self, model, n_rows):
-        from harness.bench.runner import traced_peak
+    def track_extra_traced(self, model, spec, n_rows):
+        return float(self.figures["extra_traced_mb"] * 1e6)
 
-        return float(traced_peak(self.explain)[0])
+    track_extra_traced.unit = "bytes"
 
-    track_traced_peak.unit = "bytes"
+    def track_extra_rss(self, model, spec, n_rows):
+        return float(self.figures["extra_rss_mb"] * 1e6)
 
-    def track_rss_peak(self, model, n_rows):
-        return rss_peak_above_start(self.explain)
-
-    track_rss_peak.unit = "bytes"
+    track_extra_rss.unit = "bytes"
 
 
 class IdentitySuite:

@@ -131,29 +131,6 @@ def interleaved_ratio(numerator: Callable[[], Any], denominator: Callable[[], An
     return float(statistics.median(ratios))
 
 
-def _status_bytes(key: str) -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024  # the kernel reports kB
-    raise KeyError(key)
-
-
-def rss_peak_above_start(call: Callable[[], Any]) -> float:
-    """Resident memory at the peak of ``call`` minus that at its start, in bytes (Linux:
-    the peak resident size VmHWM is reset by writing 5 to /proc/self/clear_refs, see
-    proc(5)); NaN where that is not available. Counts what ``tracemalloc`` does not see
-    (memory of C and LLVM code), less any freed pages the allocator reuses."""
-    try:
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-        start = _status_bytes("VmRSS")
-    except OSError:
-        return float("nan")
-    call()
-    return float(_status_bytes("VmHWM") - start)
-
-
 def ratio_over_processes(probe: str, *args: str) -> float:
     """Median of a ratio measured by :mod:`benchmarks.probe` in ``PROCESSES`` fresh processes,
     one after the other (see the probe module for why); in this process when ``PROCESSES`` is 1

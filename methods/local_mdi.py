@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from harness.core.method import ExplainData, Method
 from harness.core.types import Importances
 from harness.forest.view import forest_view
@@ -35,13 +33,14 @@ class LocalMDI(Method):
     summary = "local MDI (Sutera et al. 2021, Eq. 8), impurity units per sample"
     complexity = {"n": 1, "p": 1, "trees": 1, "depth": 1}
     parameters = {}
+    rows_independent = True  # each row's path alone: explained in blocks (Method.explain)
 
     @classmethod
     def prepare(cls) -> None:
         super().prepare()
         compile_kernels()
 
-    def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
+    def _explain_rows(self, model, data: ExplainData, context: None) -> Importances:
         view = forest_view(model)
         return Importances(
             values=local_mdi_paths(view.paths, view.rows(data.X)), scope="local",

@@ -43,6 +43,7 @@ class Saabas(Method):
     summary = "Saabas path contributions; bias + Σ = prediction"
     complexity = {"n": 1, "p": 1, "trees": 1, "depth": 1}
     parameters = {"output": OUTPUT_PARAM}
+    rows_independent = True  # each row's path alone: explained in blocks (Method.explain)
 
     @classmethod
     def prepare(cls) -> None:
@@ -53,7 +54,7 @@ class Saabas(Method):
         return super().skip(model, data) or check_output(self.params["output"],
                                                                forest_view(model))
 
-    def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
+    def _explain_rows(self, model, data: ExplainData, context: None) -> Importances:
         view = forest_view(model)
         forest = view.paths
         output = self.params["output"]

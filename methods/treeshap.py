@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from harness.core.method import ExplainData, Method
@@ -18,6 +21,17 @@ from harness.forest.view import forest_view, predict_output
 from harness.kernels.treeshap.interventional import compile_kernel, interventional_shap
 from harness.kernels.treeshap.path_dependent import compile_kernel as compile_path_dependent_kernel
 from harness.kernels.treeshap.path_dependent import path_dependent_shap
+
+
+@dataclass
+class _Context:
+    """What every block of rows shares (:meth:`TreeSHAP._rows_context`): shap's explainer,
+    the expected output, the interventional background rows raw and coded by the view."""
+
+    explainer: Any = None
+    expected: np.ndarray | None = None
+    background: np.ndarray | None = None
+    coded_background: np.ndarray | None = None
 
 
 class TreeSHAP(Method):
@@ -70,6 +84,7 @@ class TreeSHAP(Method):
                          "auto/harness: the harness's float64 kernels; shap: shap's"),
         "output": OUTPUT_PARAM,
     }
+    rows_independent = True  # each row alone, given the background: explained in blocks
 
     @classmethod
     def prepare(cls) -> None:
@@ -88,31 +103,48 @@ class TreeSHAP(Method):
                       "use backend='harness'")
         return reason
 
-    def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
+    def _rows_context(self, model, data: ExplainData,
+                      rng: np.random.Generator) -> _Context:
+        """Drawn once from all the rows: the interventional background (and its expected
+        output), or shap's explainer, which every block then shares."""
         view = forest_view(model)
-        X = np.asarray(data.X, dtype=float)
-        n = X.shape[0]
+        shap_backend = self.params["backend"] == "shap"
         if self.params["perturbation"] == "interventional":
+            n = data.X.shape[0]
             size = min(self.params["n_background"], n)
-            background = X[np.sort(rng.choice(n, size=size, replace=False))]
-            if self.params["backend"] == "shap":
+            background = data.X[np.sort(rng.choice(n, size=size, replace=False))]
+            if shap_backend:
+                import shap
+
+                explainer = shap.TreeExplainer(model, data=background,
+                                               feature_perturbation="interventional")
                 expected = np.atleast_1d(np.mean(predict_output(model, background), axis=0))
-                phi = self._shap(model, X, background)
-            else:
-                expected = view.output(background).mean(axis=0)
-                phi = interventional_shap(view.paths, view.rows(X), view.rows(background))
-        elif self.params["backend"] == "shap":
-            background = None
+                return _Context(explainer, expected, background)
+            return _Context(None, view.output(background).mean(axis=0), background,
+                            view.rows(background))
+        if shap_backend:
             import shap
 
             explainer = shap.TreeExplainer(model, feature_perturbation="tree_path_dependent")
-            phi = np.asarray(explainer.shap_values(X, check_additivity=False), dtype=float)
-            expected = np.atleast_1d(np.asarray(explainer.expected_value, dtype=float))
+            return _Context(explainer,
+                            np.atleast_1d(np.asarray(explainer.expected_value, dtype=float)))
+        return _Context()
+
+    def _explain_rows(self, model, data: ExplainData, context: _Context) -> Importances:
+        view = forest_view(model)
+        X = np.asarray(data.X, dtype=float)
+        n = X.shape[0]
+        expected = context.expected
+        if context.explainer is not None:
+            phi = np.asarray(context.explainer.shap_values(X, check_additivity=False),
+                             dtype=float)
+        elif context.background is not None:
+            phi = interventional_shap(view.paths, view.rows(X), context.coded_background)
         else:
-            background = None
             phi, expected = path_dependent_shap(view.packed, view.rows(X))
         phi = phi.reshape(n, X.shape[1], -1)
         base = np.broadcast_to(expected, (n, expected.size))
+        background = context.background
         extra = {"n_background": 0 if background is None else int(background.shape[0])}
         if view.multi_output:  # one column per output, like a classifier's classes
             values, base, explains = select_regression_output(
@@ -136,11 +168,3 @@ class TreeSHAP(Method):
             unit=OUTPUT_UNITS[view.output_unit], explains=explains, base_values=np.array(base),
             extra=extra,
         )
-
-    @staticmethod
-    def _shap(model, X: np.ndarray, background: np.ndarray) -> np.ndarray:
-        import shap
-
-        explainer = shap.TreeExplainer(model, data=background,
-                                       feature_perturbation="interventional")
-        return np.asarray(explainer.shap_values(X, check_additivity=False), dtype=float)

@@ -145,6 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "an empty one, each in a fresh process (harness.bench.cold)")
     bench.add_argument("--processes", type=int,
                        help="--cold: compile processes (default: one per usable core)")
+    bench.add_argument("--memory", action="store_true",
+                       help="instead: peak memory (resident and traced) of every local method "
+                            "at 10^4-10^6 rows x 20 features, 100-tree forest, each in a "
+                            "fresh process (harness.bench.memory; about 10 minutes)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar")
     cmpl = commands.add_parser(
         "compile", help="compile every method's kernels into numba's cache, in parallel")
@@ -418,6 +422,22 @@ def _run_bench_cold(args) -> int:
     shown = table[[c for c in columns if c in table]].rename(columns=columns)
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print(f"bench wall time: {summary['wall']:.1f} s")
+def _run_bench_memory(args) -> int:
+    import time
+
+    from harness.bench.memory import run_memory
+
+    say = None if args.no_progress else (
+        lambda text, done, total: print(f"[{done}/{total}] {text}", file=sys.stderr))
+    start = time.perf_counter()
+    table = run_memory(threads=args.threads, on_step=say)
+    out = args.out.with_name("memory.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_json(out, orient="records", indent=1)
+    print("memory of each local method's explain (MB; extra = peak above the start, where X "
+          "and the forest are in memory, minus the output):")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"wall time {time.perf_counter() - start:.0f} s; table: {out}")
     return 0
 
 
@@ -426,6 +446,8 @@ def _run_bench(args) -> int:
         return _run_bench_runner(args)
     if args.cold:
         return _run_bench_cold(args)
+    if args.memory:
+        return _run_bench_memory(args)
     from tqdm import tqdm
 
     from harness.bench.runner import run_bench

@@ -4,10 +4,17 @@ A method declares its ``name``, ``scope``, ``family``, the tasks it supports, th
 packages it needs and its parameters (with defaults and constraints). It implements
 ``_explain(model, data, rng)`` and may implement ``skip(model, data)``. The base class
 validates parameters, times ``_explain`` alone and stamps the result.
+
+A local method whose values for a row depend on that row alone (``rows_independent``)
+implements ``_explain_rows(model, data, context)`` instead, and ``_rows_context`` for what it
+draws once from all the rows (e.g. a background sample): the base class can then explain the
+rows block by block into one preallocated output (:meth:`Method.explain`, ``block_rows``), so
+that the kernels' temporaries and the coding of X are bounded by the block, not by n.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import time
@@ -46,6 +53,15 @@ class ExplainData:
     #: Optional callback that sampling methods call with their estimated progress in [0, 1].
     progress: Callable[[float], None] | None = None
     n_outputs: int = 1
+
+    def row_block(self, start: int, stop: int) -> ExplainData:
+        """Rows ``start:stop`` (views, not copies), with their targets and weights; no
+        progress callback (the caller that splits the rows reports progress)."""
+        def part(array: np.ndarray | None) -> np.ndarray | None:
+            return None if array is None else array[start:stop]
+
+        return dataclasses.replace(self, X=self.X[start:stop], y=part(self.y),
+                                   sample_weight=part(self.sample_weight), progress=None)
 
 
 #: What a method may need from a model beyond its splits and leaf values, and which models
@@ -101,6 +117,11 @@ class Method:
     #: (e.g. 2^depth leaves). The class docstring's "Complexity" paragraph gives the full
     #: order and its source.
     complexity: ClassVar[dict[str, float | None]] = {}
+    #: True when a local method's values of row i are a function of row i alone, given the
+    #: ``_rows_context`` drawn once from all rows (and the same numbers whichever other rows
+    #: are explained with it, to the bit): such a method implements ``_explain_rows``, and
+    #: :meth:`explain` may split the rows into blocks (``block_rows``).
+    rows_independent: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         self.params = validate_params(self.name, self.parameters, params)
@@ -146,7 +167,8 @@ class Method:
             return f"{self.name} needs the targets y of the explained rows; none were given."
         return None
 
-    def explain(self, model: Any, data: ExplainData, rng: np.random.Generator) -> Importances:
+    def explain(self, model: Any, data: ExplainData, rng: np.random.Generator,
+                block_rows: int | None = None) -> Importances:
         """Run the method; only this call is timed.
 
         ``_explain`` may return an :class:`Importances`, or just the values as an array: the
@@ -154,14 +176,76 @@ class Method:
         ``unit`` and ``explains`` (the class's). Either way the result must have the class's
         scope and the data's feature names, or :class:`TypeError` says what is wrong with the
         method (a result under the wrong names would be a silently wrong answer).
+
+        ``block_rows`` (a ``rows_independent`` method only; None: all rows at once) explains
+        the rows ``block_rows`` at a time into one output allocated once, after drawing the
+        method's ``_rows_context`` from all rows: the same values, bit for bit, with the
+        temporaries of one block (the explain protocol sizes the blocks,
+        :func:`harness.run.protocol.row_block`). The time covers every block.
         """
+        if block_rows is not None and not (isinstance(block_rows, (int, np.integer))
+                                           and not isinstance(block_rows, bool)
+                                           and block_rows >= 1):
+            raise ValueError(f"block_rows must be None or an int >= 1; got {block_rows!r}.")
         start = time.perf_counter()
-        result = self._explain(model, data, rng)
+        if self.rows_independent and block_rows is not None and block_rows < data.X.shape[0]:
+            result = self._explain_blocks(model, data, rng, block_rows)
+        else:
+            result = self._explain(model, data, rng)
         elapsed = time.perf_counter() - start
         result = self._as_importances(result, data)
         result.time_explain = elapsed
         result.method = repr(self)
         return result
+
+    def _explain_blocks(self, model: Any, data: ExplainData, rng: np.random.Generator,
+                        block_rows: int) -> Importances:
+        """The rows ``block_rows`` at a time, each block's values and base values copied into
+        the output, which is allocated once the first block tells its trailing shape."""
+        n = data.X.shape[0]
+        context = self._rows_context(model, data, rng)
+        result = values = base = None
+        for begin in range(0, n, block_rows):
+            stop = min(n, begin + block_rows)
+            part = self._as_importances(
+                self._explain_rows(model, data.row_block(begin, stop), context), data)
+            if part.scope != "local" or part.std is not None:
+                raise TypeError(f"{type(self).__name__} is declared rows_independent, so it "
+                                f"must return local values without std; got {part.scope!r} "
+                                f"values{'' if part.std is None else ' with std'}.")
+            pieces = part.values, part.base_values
+            if result is None:  # the first block's record carries unit, explains, extra
+                values = np.empty((n, *part.values.shape[1:]))
+                if part.base_values is not None:
+                    base = np.empty((n, *np.shape(part.base_values)[1:]))
+                result = part
+            # drop the block's record now: it would keep the block alive during the next one
+            part.values, part.base_values, part = values, base, None
+            for whole, piece, what in zip((values, base), pieces, ("values", "base_values"),
+                                          strict=True):
+                if (whole is None) != (piece is None) or (
+                        piece is not None and np.shape(piece) != (stop - begin,
+                                                                  *whole.shape[1:])):
+                    raise TypeError(
+                        f"{type(self).__name__} returned {what} of shape "
+                        f"{np.shape(piece)} for rows {begin}:{stop}; expected "
+                        f"{None if whole is None else (stop - begin, *whole.shape[1:])}.")
+                if whole is not None:
+                    whole[begin:stop] = piece
+            pieces = piece = None
+            if data.progress is not None:
+                data.progress(stop / n)
+        return result
+
+    def _rows_context(self, model: Any, data: ExplainData, rng: np.random.Generator) -> Any:
+        """What a ``rows_independent`` method draws once from all the rows before any block
+        (e.g. a background sample); passed to every ``_explain_rows``. Default: nothing."""
+        return None
+
+    def _explain_rows(self, model: Any, data: ExplainData,
+                      context: Any) -> Importances:  # pragma: no cover - interface
+        """A ``rows_independent`` method's values of the rows of ``data`` (a block of them)."""
+        raise NotImplementedError
 
     def _as_importances(self, result: Any, data: ExplainData) -> Importances:
         if not isinstance(result, Importances):
@@ -180,7 +264,9 @@ class Method:
                             f"{list(result.feature_names)}; expected {list(data.feature_names)}.")
         return result
 
-    def _explain(
-        self, model: Any, data: ExplainData, rng: np.random.Generator
-    ) -> Importances:  # pragma: no cover - interface
-        raise NotImplementedError
+    def _explain(self, model: Any, data: ExplainData, rng: np.random.Generator) -> Importances:
+        """The method's values for ``data``; a ``rows_independent`` method's default is its
+        ``_explain_rows`` of every row in one block."""
+        if self.rows_independent:
+            return self._explain_rows(model, data, self._rows_context(model, data, rng))
+        raise NotImplementedError  # pragma: no cover - interface
