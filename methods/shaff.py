@@ -42,7 +42,9 @@ class SHAFF(OOBMethod):
     # 2: exact singletons and complements, K = max(128, 2p), null players get exactly 0
     # 3: sizes drawn from the Shapley kernel (stratified), size effects in the regression,
     #    K = max(128, 20 p)
-    version = 3
+    # 4: an empty projected cell takes the deepest non-empty level of its descent (Sobol-MDA
+    #    reference rule), not the cover-weighted mean of the reached leaves
+    version = 4
     scope = "global"
     family = "shapley"
     summary = "SHAFF: Shapley effects by projected OOB forests (Bénard et al. 2022)"

@@ -23,42 +23,47 @@ from tests._support.shapley_by_subsets import shapley_by_subsets
 warnings.filterwarnings("ignore", message="Some inputs do not have OOB scores")
 
 
-def _reached_leaves(tree, x32, keep):
-    """Leaves reached when splits on variables outside ``keep`` send x both ways."""
-    reached, stack = set(), [0]
-    while stack:
-        node = stack.pop()
-        if tree.children_left[node] == -1:
-            reached.add(node)
-        elif keep[tree.feature[node]]:
-            go_left = np.float64(x32[tree.feature[node]]) <= tree.threshold[node]
-            stack.append(tree.children_left[node] if go_left else tree.children_right[node])
-        else:
-            stack += [tree.children_left[node], tree.children_right[node]]
-    return frozenset(reached)
+def _frontiers(tree, x32, keep):
+    """Projected descent of x, level by level: at depth d, the set of nodes reached at depth d
+    with the leaves reached above (splits on variables outside ``keep`` send x both ways).
+    The last set is the leaves reached, the projected cell; written from the definition, with
+    explicit node sets and none of the kernel's shortcuts."""
+    levels, frontier, done = [], [0], []
+    while frontier:
+        levels.append(frozenset(done + frontier))
+        deeper = []
+        for node in frontier:
+            if tree.children_left[node] == -1:
+                done.append(node)
+            elif keep[tree.feature[node]]:
+                go_left = np.float64(x32[tree.feature[node]]) <= tree.threshold[node]
+                deeper.append(tree.children_left[node] if go_left
+                              else tree.children_right[node])
+            else:
+                deeper += [tree.children_left[node], tree.children_right[node]]
+        frontier = deeper
+    levels.append(frozenset(done))
+    return levels
 
 
 def _brute_force_projection(model, X, targets, keep):
+    """In-bag mean of the projected cell of each OOB row, or, when no in-bag row shares the
+    cell, of the deepest level of its descent that some in-bag row shares (the Sobol-MDA
+    reference rule)."""
     X32 = X.astype(np.float32)
     counts = forest_view(model).inbag.counts
     total = np.zeros(targets.shape)
     for t, estimator in enumerate(model.estimators_):
         tree = estimator.tree_
-        values = tree.value[:, 0, :]
-        values = values / values.sum(axis=1, keepdims=True) if hasattr(model, "classes_") \
-            else values
         cells: dict[frozenset, list] = {}
         for i in np.flatnonzero(counts[:, t]):
-            cell = cells.setdefault(_reached_leaves(tree, X32[i], keep), [0.0, 0.0])
-            cell[0] += counts[i, t]
-            cell[1] = cell[1] + counts[i, t] * targets[i]
+            for level in set(_frontiers(tree, X32[i], keep)):
+                cell = cells.setdefault(level, [0.0, 0.0])
+                cell[0] += counts[i, t]
+                cell[1] = cell[1] + counts[i, t] * targets[i]
         for i in np.flatnonzero(counts[:, t] == 0):
-            leaves = _reached_leaves(tree, X32[i], keep)
-            if leaves in cells:
-                total[i] += cells[leaves][1] / cells[leaves][0]
-            else:
-                cover = tree.weighted_n_node_samples[list(leaves)]
-                total[i] += cover @ values[list(leaves)] / cover.sum()
+            shared = [level for level in _frontiers(tree, X32[i], keep) if level in cells]
+            total[i] += cells[shared[-1]][1] / cells[shared[-1]][0]
     return total
 
 
