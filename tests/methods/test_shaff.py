@@ -17,6 +17,7 @@ from harness.estimators.shaff import all_subsets, shapley_kernel, shapley_operat
 from harness.forest.inbag import target_matrix
 from harness.forest.packed import as_float32_rows
 from harness.forest.view import forest_view
+from harness.kernels.reroute.projection import projected_oob_shift
 from harness.kernels.reroute.subset_projection import projected_oob_predictions
 from tests._support.shapley_by_subsets import shapley_by_subsets
 
@@ -85,6 +86,24 @@ def test_projected_forest_equals_a_set_based_brute_force(task):
     for s in range(len(keep)):
         expected = _brute_force_projection(model, X, targets, keep[s])
         np.testing.assert_allclose(total[s], expected, rtol=0, atol=1e-10)
+
+
+def test_projection_without_one_variable_is_the_sobol_mda_projection():
+    """U = all but j is the Sobol-MDA projection, whose kernel follows the reference C++
+    (ranger ``sobol-mda`` fork) and was written independently (descent from the first split
+    on j): the two must agree row by row, walked-back cells included. The previous SHAFF
+    rule (cover-weighted mean of the reached leaves) differed wherever a cell was empty."""
+    X, y = make_friedman1(n_samples=200, n_features=6, noise=0.5, random_state=1)
+    model = RandomForestRegressor(n_estimators=12, random_state=0).fit(X, y)
+    view = forest_view(model)
+    targets = target_matrix(view, y)
+    keep = np.vstack([~np.eye(6, dtype=bool), np.ones(6, dtype=bool)])
+    total, walked = projected_oob_predictions(view.packed, as_float32_rows(X),
+                                              view.inbag.counts, targets, keep)
+    shift = projected_oob_shift(view.packed, as_float32_rows(X), view.inbag.counts, targets)
+    assert walked[:6].min() > 0  # fully grown trees: cells without an in-bag row occur
+    np.testing.assert_allclose(total[:6, :, 0] - total[6, :, 0], shift[:, :, 0].T, rtol=0,
+                               atol=1e-10)
 
 
 def test_projection_on_all_variables_is_the_oob_prediction():
