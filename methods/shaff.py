@@ -22,7 +22,9 @@ class SHAFF(OOBMethod):
     are drawn from the Shapley kernel (stratified), as the path frequencies of the paper
     (``sampling="paths"``) never reach the middle sizes when p is large
     (:mod:`harness.estimators.shaff`); v̂(U) = 1 − OOB squared error of the forest projected
-    on U / σ²_Y (:mod:`harness.kernels.reroute.subset_projection`); the Shapley effects solve
+    on U / σ²_Y (:mod:`harness.kernels.reroute.subset_projection`; a projected cell without
+    in-bag rows takes the deepest shared level of its descent, the Sobol-MDA reference rule,
+    share in ``extra["walked_up_share"]``); the Shapley effects solve
     the Shapley-kernel regression of v̂ on an additive game plus a free effect per size (a
     control variate with exactly known Shapley values that keeps the estimate exact under
     enumeration), with Σ_j Sh_j = v̂(all) (exact efficiency). v̂ is taken relative to v̂(∅),
@@ -48,7 +50,9 @@ class SHAFF(OOBMethod):
     # 2: exact singletons and complements, K = max(128, 2p), null players get exactly 0
     # 3: sizes drawn from the Shapley kernel (stratified), size effects in the regression,
     #    K = max(128, 20 p)
-    version = 3
+    # 4: an empty projected cell takes the deepest non-empty level of its descent (Sobol-MDA
+    #    reference rule), not the cover-weighted mean of the reached leaves
+    version = 4
     scope = "global"
     family = "shapley"
     summary = "SHAFF: Shapley effects by projected OOB forests (Bénard et al. 2022)"
@@ -84,8 +88,8 @@ class SHAFF(OOBMethod):
         keep = np.vstack([subsets.keep, np.zeros((2, p), dtype=bool)])
         keep[-1] = True
         targets = target_matrix(inputs.view, data.y)
-        total, n_fallback = projected_oob_predictions(forest, inputs.X32, inputs.inbag.counts,
-                                                      targets, keep)
+        total, n_walked_up = projected_oob_predictions(forest, inputs.X32, inputs.inbag.counts,
+                                                       targets, keep)
         n_oob = inputs.inbag.n_oob_trees
         scored = n_oob > 0
         projected = total[:, scored] / n_oob[scored, None]
@@ -113,6 +117,6 @@ class SHAFF(OOBMethod):
                    "all_subsets": bool(subsets.enumerated),
                    "explained_variance": float(game[-1].mean()),
                    "v_empty": float(explained[-2].mean()),
-                   "fallback_share": float(n_fallback.sum()
-                                           / max(1, keep.shape[0] * n_oob.sum()))},
+                   "walked_up_share": float(n_walked_up.sum()
+                                            / max(1, keep.shape[0] * n_oob.sum()))},
         )

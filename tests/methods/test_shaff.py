@@ -17,48 +17,54 @@ from harness.estimators.shaff import all_subsets, shapley_kernel, shapley_operat
 from harness.forest.inbag import target_matrix
 from harness.forest.packed import as_float32_rows
 from harness.forest.view import forest_view
+from harness.kernels.reroute.projection import projected_oob_shift
 from harness.kernels.reroute.subset_projection import projected_oob_predictions
 from tests._support.shapley_by_subsets import shapley_by_subsets
 
 warnings.filterwarnings("ignore", message="Some inputs do not have OOB scores")
 
 
-def _reached_leaves(tree, x32, keep):
-    """Leaves reached when splits on variables outside ``keep`` send x both ways."""
-    reached, stack = set(), [0]
-    while stack:
-        node = stack.pop()
-        if tree.children_left[node] == -1:
-            reached.add(node)
-        elif keep[tree.feature[node]]:
-            go_left = np.float64(x32[tree.feature[node]]) <= tree.threshold[node]
-            stack.append(tree.children_left[node] if go_left else tree.children_right[node])
-        else:
-            stack += [tree.children_left[node], tree.children_right[node]]
-    return frozenset(reached)
+def _frontiers(tree, x32, keep):
+    """Projected descent of x, level by level: at depth d, the set of nodes reached at depth d
+    with the leaves reached above (splits on variables outside ``keep`` send x both ways).
+    The last set is the leaves reached, the projected cell; written from the definition, with
+    explicit node sets and none of the kernel's shortcuts."""
+    levels, frontier, done = [], [0], []
+    while frontier:
+        levels.append(frozenset(done + frontier))
+        deeper = []
+        for node in frontier:
+            if tree.children_left[node] == -1:
+                done.append(node)
+            elif keep[tree.feature[node]]:
+                go_left = np.float64(x32[tree.feature[node]]) <= tree.threshold[node]
+                deeper.append(tree.children_left[node] if go_left
+                              else tree.children_right[node])
+            else:
+                deeper += [tree.children_left[node], tree.children_right[node]]
+        frontier = deeper
+    levels.append(frozenset(done))
+    return levels
 
 
 def _brute_force_projection(model, X, targets, keep):
+    """In-bag mean of the projected cell of each OOB row, or, when no in-bag row shares the
+    cell, of the deepest level of its descent that some in-bag row shares (the Sobol-MDA
+    reference rule)."""
     X32 = X.astype(np.float32)
     counts = forest_view(model).inbag.counts
     total = np.zeros(targets.shape)
     for t, estimator in enumerate(model.estimators_):
         tree = estimator.tree_
-        values = tree.value[:, 0, :]
-        values = values / values.sum(axis=1, keepdims=True) if hasattr(model, "classes_") \
-            else values
         cells: dict[frozenset, list] = {}
         for i in np.flatnonzero(counts[:, t]):
-            cell = cells.setdefault(_reached_leaves(tree, X32[i], keep), [0.0, 0.0])
-            cell[0] += counts[i, t]
-            cell[1] = cell[1] + counts[i, t] * targets[i]
+            for level in set(_frontiers(tree, X32[i], keep)):
+                cell = cells.setdefault(level, [0.0, 0.0])
+                cell[0] += counts[i, t]
+                cell[1] = cell[1] + counts[i, t] * targets[i]
         for i in np.flatnonzero(counts[:, t] == 0):
-            leaves = _reached_leaves(tree, X32[i], keep)
-            if leaves in cells:
-                total[i] += cells[leaves][1] / cells[leaves][0]
-            else:
-                cover = tree.weighted_n_node_samples[list(leaves)]
-                total[i] += cover @ values[list(leaves)] / cover.sum()
+            shared = [level for level in _frontiers(tree, X32[i], keep) if level in cells]
+            total[i] += cells[shared[-1]][1] / cells[shared[-1]][0]
     return total
 
 
@@ -80,6 +86,24 @@ def test_projected_forest_equals_a_set_based_brute_force(task):
     for s in range(len(keep)):
         expected = _brute_force_projection(model, X, targets, keep[s])
         np.testing.assert_allclose(total[s], expected, rtol=0, atol=1e-10)
+
+
+def test_projection_without_one_variable_is_the_sobol_mda_projection():
+    """U = all but j is the Sobol-MDA projection, whose kernel follows the reference C++
+    (ranger ``sobol-mda`` fork) and was written independently (descent from the first split
+    on j): the two must agree row by row, walked-back cells included. The previous SHAFF
+    rule (cover-weighted mean of the reached leaves) differed wherever a cell was empty."""
+    X, y = make_friedman1(n_samples=200, n_features=6, noise=0.5, random_state=1)
+    model = RandomForestRegressor(n_estimators=12, random_state=0).fit(X, y)
+    view = forest_view(model)
+    targets = target_matrix(view, y)
+    keep = np.vstack([~np.eye(6, dtype=bool), np.ones(6, dtype=bool)])
+    total, walked = projected_oob_predictions(view.packed, as_float32_rows(X),
+                                              view.inbag.counts, targets, keep)
+    shift = projected_oob_shift(view.packed, as_float32_rows(X), view.inbag.counts, targets)
+    assert walked[:6].min() > 0  # fully grown trees: cells without an in-bag row occur
+    np.testing.assert_allclose(total[:6, :, 0] - total[6, :, 0], shift[:, :, 0].T, rtol=0,
+                               atol=1e-10)
 
 
 def test_projection_on_all_variables_is_the_oob_prediction():
