@@ -47,6 +47,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.forest.view import forest_view
+
 MB = 1e6
 N_FEATURES = 20
 N_TREES = 100
@@ -113,12 +115,10 @@ def _reset_rss_peak() -> bool:
 
 
 def _model_bytes(model: Any) -> int:
-    """Bytes of the scikit-learn trees' own node and value arrays."""
-    total = 0
-    for tree in model.estimators_:
-        state = tree.tree_.__getstate__()
-        total += state["nodes"].nbytes + state["values"].nbytes
-    return total
+    """Bytes of the forest's trees as the forest view reads them (its flat node arrays: about
+    the size of the library's own)."""
+    return sum(array.nbytes for tree in forest_view(model).trees
+               for array in vars(tree).values() if isinstance(array, np.ndarray))
 
 
 def measure(spec: str, model: Any, X: np.ndarray, threads: int | None = 1) -> dict:

@@ -422,6 +422,9 @@ def _run_bench_cold(args) -> int:
     shown = table[[c for c in columns if c in table]].rename(columns=columns)
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print(f"bench wall time: {summary['wall']:.1f} s")
+    return 0
+
+
 def _run_bench_memory(args) -> int:
     import time
 
