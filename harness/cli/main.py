@@ -390,20 +390,27 @@ def _run_compile(args) -> int:
     return 1 if report.errors else 0
 
 
-def _run_bench_cold(args) -> int:
+def _step_bar(no_progress: bool):
+    """A tqdm bar of steps on stderr and the ``on_step(text, done, total)`` that moves it."""
     from tqdm import tqdm
 
-    from harness.bench.cold import TARGET_SECONDS, run_cold
-
-    _check_processes(args.processes)
-    names = _methods_to_compile(args.method)
-    bar = tqdm(file=sys.stderr, disable=args.no_progress, unit="step", dynamic_ncols=True)
+    bar = tqdm(file=sys.stderr, disable=no_progress, unit="step", dynamic_ncols=True)
 
     def progress(text: str, done: int, total: int) -> None:
         bar.total = total
         bar.update(done - bar.n)
         bar.set_description_str(text[:60])
 
+    return bar, progress
+
+
+def _run_bench_cold(args) -> int:
+
+    from harness.bench.cold import TARGET_SECONDS, run_cold
+
+    _check_processes(args.processes)
+    names = _methods_to_compile(args.method)
+    bar, progress = _step_bar(args.no_progress)
     try:
         table, summary = run_cold(names, args.processes, on_step=progress)
     finally:
@@ -451,7 +458,6 @@ def _run_bench(args) -> int:
         return _run_bench_cold(args)
     if args.memory:
         return _run_bench_memory(args)
-    from tqdm import tqdm
 
     from harness.bench.runner import run_bench
 
@@ -466,13 +472,7 @@ def _run_bench(args) -> int:
         numba.set_num_threads(args.threads)
     if args.scaling:
         return _run_bench_scaling(args)
-    bar = tqdm(file=sys.stderr, disable=args.no_progress, unit="step", dynamic_ncols=True)
-
-    def progress(text: str, done: int, total: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
-        bar.set_description_str(text[:60])
-
+    bar, progress = _step_bar(args.no_progress)
     try:
         table = run_bench(args.case, args.method, args.repeat, args.all_rows,
                           on_step=progress)

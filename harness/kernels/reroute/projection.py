@@ -92,6 +92,24 @@ def table_slot(table_keys, table_stamp, generation, key, mask):
 
 
 @njit(cache=True)
+def add_to_level_tables(table_keys, table_stamp, table_weight, table_sum, generation, mask,
+                        keys, n_levels, weight, target):
+    """Add an in-bag row (``weight`` copies of ``target``) to the cell of each of its first
+    ``n_levels`` descent levels (``keys``), opening a cell not yet stamped with
+    ``generation``."""
+    for level in range(n_levels):
+        at = table_slot(table_keys, table_stamp, generation, keys[level], mask)
+        if table_stamp[at] != generation:
+            table_stamp[at] = generation
+            table_keys[at] = keys[level]
+            table_weight[at] = 0.0
+            table_sum[at, :] = 0.0
+        table_weight[at] += weight
+        for c in range(target.shape[0]):
+            table_sum[at, c] += weight * target[c]
+
+
+@njit(cache=True)
 def _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
                  counts, targets, first_tree, last_tree, first_feature, feature_step, shift):
     """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of
@@ -151,16 +169,8 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
                 weight = np.float64(counts[row, t])
                 n_levels = _level_keys(left, right, feature, threshold, missing, start, X32, row,
                                        in_node[k], j, cur, nxt, keys)
-                for level in range(n_levels):
-                    at = table_slot(table_keys, table_stamp, generation, keys[level], mask)
-                    if table_stamp[at] != generation:
-                        table_stamp[at] = generation
-                        table_keys[at] = keys[level]
-                        table_weight[at] = 0.0
-                        table_sum[at, :] = 0.0
-                    table_weight[at] += weight
-                    for c in range(n_values):
-                        table_sum[at, c] += weight * targets[row, c]
+                add_to_level_tables(table_keys, table_stamp, table_weight, table_sum,
+                                    generation, mask, keys, n_levels, weight, targets[row])
             for k in out_order[out_bucket[j]:out_bucket[j + 1]]:
                 a = out_row[k]
                 row = rows_out[a]

@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit, prange
 
 from harness.forest.packed import PackedForest, child
-from harness.kernels.reroute.projection import node_hash, table_slot
+from harness.kernels.reroute.projection import add_to_level_tables, node_hash, table_slot
 
 
 @njit(cache=True)
@@ -172,16 +172,8 @@ def _projected_oob_predictions(left, right, feature, threshold, missing, offsets
                 n_levels = _level_keys(left, right, feature, threshold, missing, start, X32, i,
                                        keep[s], below, hashes, depth, stack, internal,
                                        terminal, keys)
-                for level in range(n_levels):
-                    at = table_slot(table_keys, stamps, generation, keys[level], mask)
-                    if stamps[at] != generation:
-                        stamps[at] = generation
-                        table_keys[at] = keys[level]
-                        weights[at] = 0.0
-                        sums[at, :] = 0.0
-                    weights[at] += weight
-                    for k in range(n_values):
-                        sums[at, k] += weight * targets[i, k]
+                add_to_level_tables(table_keys, stamps, weights, sums, generation, mask, keys,
+                                    n_levels, np.float64(weight), targets[i])
             for i in range(n):
                 if counts[i, t] != 0:
                     continue
