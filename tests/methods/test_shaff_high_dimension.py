@@ -43,6 +43,16 @@ def wide_forest():
     return forest_view(model).packed
 
 
+
+def _shaff_on_grouped(p: int, n_trees: int):
+    """Closed-form Shapley effects of the grouped design at dimension p (seed 0), and shaff's
+    estimate with the page's forest (mtry = p/3, min_samples_leaf = 5) of ``n_trees`` trees."""
+    dataset = _grouped(p, seed=0)
+    model = RandomForestRegressor(n_estimators=n_trees, max_features=0.33, min_samples_leaf=5,
+                                  random_state=0).fit(dataset.X, dataset.y)
+    return (dataset.truth.quantities["shapley_effect"].values,
+            harness.explain("shaff", model, dataset.X, dataset.y, seed=0))
+
 def test_an_underdetermined_regression_is_refused():
     """Three subsets cannot identify 9 contrasts between 10 variables: the old code returned
     the minimum-norm solution of the singular system as if it were an estimate."""
@@ -148,11 +158,7 @@ def test_grouped_linear_gaussian_against_the_closed_form():
     nonnegative up to that sd, X1 and X2 first, and the top five among the six features of
     effect ≥ 0.067 (the four 0.067 are tied).
     """
-    dataset = _grouped(10, seed=0)
-    truth = dataset.truth.quantities["shapley_effect"].values
-    model = RandomForestRegressor(n_estimators=100, max_features=0.33, min_samples_leaf=5,
-                                  random_state=0).fit(dataset.X, dataset.y)
-    result = harness.explain("shaff", model, dataset.X, dataset.y, seed=0)
+    truth, result = _shaff_on_grouped(10, n_trees=100)
     values = result.values
     assert np.abs(values - truth).max() < 0.06, (values, truth)
     assert values.sum() == pytest.approx(result.extra["explained_variance"], abs=1e-10)
@@ -226,11 +232,7 @@ def test_reduced_grouped_setting_against_the_closed_form():
     X1 first, the top five in X1's block, and no effect below −0.01 (the most negative
     measured: −0.006; a Shapley effect of this game is ≥ 0).
     """
-    dataset = _grouped(50, seed=0)
-    truth = dataset.truth.quantities["shapley_effect"].values
-    model = RandomForestRegressor(n_estimators=15, max_features=0.33, min_samples_leaf=5,
-                                  random_state=0).fit(dataset.X, dataset.y)
-    result = harness.explain("shaff", model, dataset.X, dataset.y, seed=0)
+    truth, result = _shaff_on_grouped(50, n_trees=15)
     values = result.values
     assert truth[0] == pytest.approx(0.0975, abs=1e-4)
     assert values.sum() == pytest.approx(result.extra["explained_variance"], abs=1e-10)
