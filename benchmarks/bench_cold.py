@@ -73,8 +73,7 @@ class CompileSuite:
     def setup_cache(self):
         names = type(self).params[0]
         if names == ["all"]:
-            names = [n for n in registry.method_names()
-                     if not registry.get_method_class(n).missing_packages()]
+            names = registry.installed_method_names()
         with tempfile.TemporaryDirectory(prefix="harness-cold-") as cache:
             report = compile_in_processes([registry.get_method_class(n) for n in names],
                                           env={**os.environ, "NUMBA_CACHE_DIR": cache})

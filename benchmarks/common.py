@@ -146,11 +146,9 @@ def ratio_over_processes(probe: str, *args: str) -> float:
     root = str(Path(__file__).resolve().parents[1])
     code = f"import sys; sys.path.append({root!r}); from benchmarks.probe import main; " \
            "main(sys.argv[1:])"
-    env = {**os.environ, "HARNESS_BENCH_PROFILE": os.environ.get("HARNESS_BENCH_PROFILE",
-                                                                 "fast")}
     ratios = []
-    for _ in range(PROCESSES):
-        done = subprocess.run([sys.executable, "-c", code, probe, *args], env=env, check=True,
+    for _ in range(PROCESSES):  # each inherits this environment (the bench profile included)
+        done = subprocess.run([sys.executable, "-c", code, probe, *args], check=True,
                               capture_output=True, text=True)
         ratios.append(float(done.stdout.strip().splitlines()[-1]))
     return float(statistics.median(ratios))

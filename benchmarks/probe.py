@@ -19,7 +19,6 @@ def _explain_ratio(method: str, case: str) -> float:
     import harness
     from harness.forest.view import predict_output
 
-    from .bench_methods import _one_thread
     from .common import fitted_case, interleaved_ratio, method_params
 
     model, _, ds = fitted_case(*case.split("/"))
@@ -28,7 +27,6 @@ def _explain_ratio(method: str, case: str) -> float:
     rows = info["test_index"] if cls.rows == "test" else info["train_index"]
     X, y = ds.X[rows], ds.y[rows]
     spec = harness.core.registry.make_method(method, **method_params(method))
-    _one_thread()
     return interleaved_ratio(lambda: harness.explain(spec, model, X, y),
                              lambda: predict_output(model, X))
 
@@ -38,12 +36,10 @@ def _oob_ratio(method: str, case: str) -> float:
     import harness
     from harness.forest.view import predict_output
 
-    from .bench_methods import _one_thread
     from .bench_oob import fitted_case
     from .common import interleaved_ratio
 
     model, X, y = fitted_case(case)
-    _one_thread()
     return interleaved_ratio(lambda: harness.explain(method, model, X, y),
                              lambda: predict_output(model, X))
 
@@ -55,7 +51,10 @@ def main(argv: list[str]) -> None:
     """``argv``: a probe name of :data:`PROBES` and its arguments; prints the ratio."""
     import warnings
 
+    from .bench_methods import _one_thread
+
     warnings.simplefilter("ignore")
+    _one_thread()  # for the rest of this process: kernels and BLAS on one thread
     probe, *args = argv
     print(repr(PROBES[probe](*args)))
 

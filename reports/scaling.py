@@ -37,7 +37,7 @@ def read_scaling(path: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
             pd.DataFrame(record["exponents"]))
 
 
-def scaling_figure(points: pd.DataFrame, exponents: pd.DataFrame, path: Path) -> Path:
+def scaling_figure(points: pd.DataFrame, path: Path) -> Path:
     """One log-log panel per axis: CPU seconds (what the exponents are fitted on) against
     size, one line per method in its fixed colour, one legend for all panels; skipped
     points are not drawn, a method with one point shows as a dot."""
@@ -98,7 +98,7 @@ def write_scaling_report(table: Path) -> list[Path]:
     """The figure and the exponents CSV next to a ``scaling.json``; returns their paths."""
     table = Path(table)
     _, points, exponents = read_scaling(table)
-    figure = scaling_figure(points, exponents, table.with_name(FIGURE))
+    figure = scaling_figure(points, table.with_name(FIGURE))
     return [write_csv(exponents, table.with_name(EXPONENTS_CSV)), figure]
 
 

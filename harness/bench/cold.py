@@ -89,8 +89,7 @@ def run_cold(methods: list[str] | None = None, processes: int | None = None,
         (of the whole bench).
     """
     start = time.perf_counter()
-    names = methods or [name for name in registry.method_names()
-                        if not registry.get_method_class(name).missing_packages()]
+    names = methods or registry.installed_method_names()
     classes = [registry.get_method_class(name) for name in names]
     steps = 1 + len(names) * (2 if empty_cache else 1)
     done = [0]

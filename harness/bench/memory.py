@@ -130,6 +130,7 @@ def measure(spec: str, model: Any, X: np.ndarray, threads: int | None = 1) -> di
     """
     import numba
 
+    from harness.bench.runner import output_bytes, traced_peak
     from harness.run.cells import expand_methods
     from harness.run.protocol import ExplainRequest, row_block, run_protocol
 
@@ -144,17 +145,13 @@ def measure(spec: str, model: Any, X: np.ndarray, threads: int | None = 1) -> di
         view_bytes = tracemalloc.get_traced_memory()[0] - before
         resettable = _reset_rss_peak()
         rss_start = _status_bytes("VmRSS")
-        tracemalloc.reset_peak()
-        start = tracemalloc.get_traced_memory()[0]
         clock = time.perf_counter()
-        result = run_protocol(method, model, ExplainRequest(X))
+        traced, result = traced_peak(lambda: run_protocol(method, model, ExplainRequest(X)))
         seconds = time.perf_counter() - clock
-        traced = tracemalloc.get_traced_memory()[1] - start
     finally:
         tracemalloc.stop()
     rss_peak = _status_bytes("VmHWM") if resettable else float("nan")
-    output = result.values.nbytes + (0 if result.base_values is None
-                                     else result.base_values.nbytes)
+    output = output_bytes(result)
     return {
         "method": spec, "n_rows": X.shape[0], "seconds": seconds, "input_mb": X.nbytes / MB,
         "output_mb": output / MB, "forest_mb": (_model_bytes(model) + view_bytes) / MB,

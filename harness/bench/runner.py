@@ -321,7 +321,8 @@ def traced_peak(call: Callable[[], Any]) -> tuple[int, Any]:
             tracemalloc.stop()
 
 
-def _output_bytes(result) -> int:
+def output_bytes(result) -> int:
+    """Bytes of an explanation's arrays: values, std and base values."""
     return sum(array.nbytes for array in (result.values, result.std, result.base_values)
                if array is not None)
 
@@ -475,7 +476,7 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
                                 same_as_one_thread=same_bits(result, one_result))
                 if traced:
                     base.update(peak_mib=peak / 2**20, target_memory_ratio=MEMORY_TARGET,
-                                memory_ratio=peak / (_output_bytes(result) + forest_bytes))
+                                memory_ratio=peak / (output_bytes(result) + forest_bytes))
                 pairs = [pair for pair in case.pairs if pair.method == spec]
                 reference = case.references.get(spec)
                 if reference in results:

@@ -349,8 +349,7 @@ def _check_processes(processes: int | None) -> None:
 def _methods_to_compile(names: list[str] | None) -> list[str]:
     """The named methods (each must be registered and installed), or every installed one."""
     if not names:
-        return [name for name in registry.method_names()
-                if not registry.get_method_class(name).missing_packages()]
+        return registry.installed_method_names()
     for name in names:
         missing = registry.get_method_class(name).missing_packages()  # unknown: BadInputError
         if missing:
@@ -437,10 +436,12 @@ def _run_bench_memory(args) -> int:
 
     from harness.bench.memory import run_memory
 
-    say = None if args.no_progress else (
-        lambda text, done, total: print(f"[{done}/{total}] {text}", file=sys.stderr))
+    bar, progress = _step_bar(args.no_progress)
     start = time.perf_counter()
-    table = run_memory(threads=args.threads, on_step=say)
+    try:
+        table = run_memory(threads=args.threads, on_step=progress)
+    finally:
+        bar.close()
     out = args.out.with_name("memory.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_json(out, orient="records", indent=1)
@@ -454,11 +455,8 @@ def _run_bench_memory(args) -> int:
 def _run_bench(args) -> int:
     if args.runner:
         return _run_bench_runner(args)
-    if args.cold:
+    if args.cold:  # one fresh process per first call, each on one thread
         return _run_bench_cold(args)
-    if args.memory:
-        return _run_bench_memory(args)
-
     from harness.bench.runner import run_bench
 
     if args.repeat < 1:
@@ -470,6 +468,8 @@ def _run_bench(args) -> int:
             raise HarnessError(f"--threads must be in [1, {numba.config.NUMBA_NUM_THREADS}]; "
                                f"got {args.threads}.")
         numba.set_num_threads(args.threads)
+    if args.memory:  # --threads checked above: the measuring processes use it
+        return _run_bench_memory(args)
     if args.scaling:
         return _run_bench_scaling(args)
     bar, progress = _step_bar(args.no_progress)

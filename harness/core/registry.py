@@ -161,6 +161,11 @@ def method_names() -> list[str]:
     return sorted(_classes("method"))
 
 
+def installed_method_names() -> list[str]:
+    """The registered methods whose optional packages are installed."""
+    return [name for name in method_names() if not get_method_class(name).missing_packages()]
+
+
 def dataset_names() -> list[str]:
     return sorted(_classes("dataset"))
 

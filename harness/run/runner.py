@@ -193,11 +193,8 @@ def _run_cells(cells: list[Cell], store: Store, executor_obj, summary: RunSummar
                     on_progress=lambda done, total, name: notify(
                         "stage", f"compiling kernels: {done}/{total} methods"))
     notify("stage", f"explaining {len(tasks)} cells")
-    if getattr(executor_obj, "reports_progress", False):
-        executor_obj.run(tasks, record, lambda cell, fraction: notify("progress",
-                                                                      (cell, fraction)))
-    else:
-        executor_obj.run(tasks, record)
+    executor_obj.run(tasks, record,
+                     lambda cell, fraction: notify("progress", (cell, fraction)))
 
 
 def _refresh_truth(cells: list[Cell], todo: list[Cell], store: Store) -> None:

@@ -30,9 +30,8 @@ from numba import njit, prange
 from harness.forest.packed import PackedForest, child
 from harness.forest.permutations import GOLDEN64, MUL64_B, mix64
 from harness.kernels.reroute.permutation import path_pairs
+from harness.kernels.tree_groups import TREE_GROUPS
 
-#: Most groups of trees summed apart (tasks of the parallel loop; 4 keep 2 threads balanced).
-TREE_GROUPS = 4
 #: Bytes the groups' extra shift arrays may take together.
 GROUP_BUDGET = 8 << 20
 

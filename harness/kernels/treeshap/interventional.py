@@ -40,15 +40,10 @@ from numba import njit, prange
 from harness.forest.compact import PathForest, compact_forest
 from harness.forest.packed import PackedForest, as_float32_rows, goes_left
 from harness.kernels.background_bits import background_directions, popcount, word_rows
+from harness.kernels.tree_groups import tree_groups
 
 X_SIDE, Z_SIDE = 1, 2
 ROWS_PER_BLOCK = 32  # rows explained together, tree by tree (one parallel work item)
-#: Most groups of trees explained apart: with few rows (the bench's 30) the tasks are groups
-#: of trees, whose costs are closer to equal than those of single rows (4 keep 2 threads
-#: balanced).
-TREE_GROUPS = 4
-#: Bytes that the tree groups' extra output arrays may take together.
-GROUP_BUDGET = 16 << 20
 
 
 def shapley_weights(size: int) -> np.ndarray:
@@ -181,12 +176,6 @@ def _interventional_kernel(kids, feature, threshold, missing, value, offsets, ma
     for group in range(n_groups - 1):
         out += others[group]
     return out
-
-
-def tree_groups(n_trees: int, out_bytes: int) -> int:
-    """Groups of trees explained apart: up to TREE_GROUPS while their extra output arrays fit
-    in GROUP_BUDGET bytes (from the sizes only, never the number of threads)."""
-    return int(max(1, min(TREE_GROUPS, n_trees, 1 + GROUP_BUDGET // max(out_bytes, 1))))
 
 
 def interventional_shap(compact: PathForest, X: np.ndarray,

@@ -51,6 +51,7 @@ import numpy as np
 from numba import njit, prange
 
 from harness.forest.packed import PackedForest, as_float32_rows
+from harness.kernels.tree_groups import tree_groups
 
 #: Rows explained together (last axis of the per-row buffers): they share one tree walk.
 LANES = 8
@@ -58,10 +59,8 @@ LANES = 8
 #: (about as much work as explaining 10 rows on Friedman #1), so a block this large pays them
 #: back within 1%.
 CHUNK_BATCHES = 256
-#: Most groups of trees explained apart: with few rows the tasks are groups of trees (4 keep
-#: 2 threads balanced), each tree's tables then being built by one task only.
-TREE_GROUPS = 4
-#: Bytes that the tree groups' extra output arrays may take together.
+#: Bytes that the tree groups' extra output arrays may take together (each tree's tables are
+#: then built by one task only; :mod:`harness.kernels.tree_groups`).
 GROUP_BUDGET = 16 << 20
 #: How each tree is explained: the cheaper pass by :func:`_bottom_up_cheaper`, or one forced.
 SWEEPS = {"auto": 0, "top_down": 1, "bottom_up": 2}
@@ -424,12 +423,12 @@ def _forest_shap(left, right, feature, threshold, missing, cover, value, offsets
 
 def work_split(n_rows: int, n_trees: int, out_bytes: int) -> tuple[int, int]:
     """``(n_chunks, n_groups)`` of :func:`_forest_shap`: blocks of CHUNK_BATCHES batches of
-    rows, and up to TREE_GROUPS groups of trees while their extra output arrays fit in
-    GROUP_BUDGET bytes. From the sizes alone (never the number of threads), so that results
-    do not depend on it."""
+    rows, and groups of trees (:func:`harness.kernels.tree_groups.tree_groups`, within
+    GROUP_BUDGET). The groups fix the order in which each row's trees are added, so the
+    results do not depend on the number of threads; the row blocks do not change them."""
     n_batches = -(-n_rows // LANES)
     n_chunks = max(1, n_batches // CHUNK_BATCHES)
-    n_groups = max(1, min(TREE_GROUPS, n_trees, 1 + GROUP_BUDGET // max(out_bytes, 1)))
+    n_groups = tree_groups(n_trees, out_bytes, GROUP_BUDGET)
     return n_chunks, n_groups
 
 

@@ -43,7 +43,7 @@ from harness.core.errors import BadInputError, HarnessError, NotInstalledError
 from harness.run.cell_result import CellResult
 from harness.run.cells import Cell
 from harness.run.execute import CellInput, prepare_methods, run_one
-from harness.run.executors.process import OnResult, Task
+from harness.run.executors.process import OnProgress, OnResult, Task
 
 INSTALL_HINT = "pip install 'dask[distributed]' (or the tree-importance-harness[dask] extra)"
 #: Seconds to wait for an external scheduler before giving up.
@@ -178,8 +178,10 @@ class DaskExecutor:
         if cluster is not None:
             cluster.close()
 
-    def run(self, tasks: list[Task], on_result: OnResult) -> None:
-        """Run every task and call ``on_result(cell, result)`` once per task, here."""
+    def run(self, tasks: list[Task], on_result: OnResult,
+            on_progress: OnProgress | None = None) -> None:
+        """Run every task and call ``on_result(cell, result)`` once per task, here. A cell's
+        own progress stays on its worker (``on_progress`` is never called)."""
         _Run(self, tasks, on_result).loop()
 
     def worker_pid(self, address: str) -> int | None:

@@ -10,7 +10,6 @@ class InProcessExecutor:
     """Run cells sequentially in the current process (no timeout, no isolation)."""
 
     name = "inprocess"
-    reports_progress = True  # run() takes on_progress
 
     def __init__(self, **options) -> None:  # jobs, timeout, memory limits do not apply
         pass

@@ -261,7 +261,6 @@ class ProcessExecutor:
     """
 
     name = "process"
-    reports_progress = True  # run() takes on_progress
 
     def __init__(self, jobs: int = 1, timeout: float | None = None,
                  max_memory: float | None = None, **options) -> None:
