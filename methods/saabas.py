@@ -10,7 +10,8 @@ from harness.core.outputs import (
     OUTPUT_UNITS,
     check_output,
     explains_of,
-    regression_explains,
+    multi_output_explains,
+    select_multi_output,
     select_output,
 )
 from harness.core.types import Importances
@@ -26,7 +27,8 @@ class Saabas(Method):
     shap's ``TreeExplainer.shap_values(X, approximate=True)``. Classifiers explain the
     predicted-class probability by default (Sutera et al. 2021); see ``output``. Boosted
     classifiers are explained in their margin (raw score; :mod:`harness.core.outputs`), a
-    multi-output regressor's outputs all at once or one by index. Cost: about
+    multi-output regressor's outputs all at once or one by index, a multi-output classifier's
+    predicted class of each output (:func:`harness.core.outputs.select_multi_output`). Cost: about
     one ``predict`` (:func:`harness.kernels.paths.saabas_paths`); a single class is
     accumulated as scalars, all classes as one vector per path edge.
 
@@ -91,16 +93,20 @@ class Saabas(Method):
 
     @staticmethod
     def _multi_output(view, X32: np.ndarray, output, data: ExplainData) -> Importances:
-        """A multi-output regressor: one output's column, or every output (the classifiers'
-        one-class and every-class walks, :func:`saabas_paths`)."""
-        n_outputs = view.n_outputs
-        if isinstance(output, int):  # an index below n_outputs (skip() checked it)
+        """A multi-output model: a regressor's one output column (its one-column walk), else
+        every column (the all-classes walk, :func:`saabas_paths`) reduced to ``output``."""
+        n_outputs, per_output = view.n_outputs, view.output_classes
+        if isinstance(output, int) and per_output is None:  # skip() checked the index
             values, _, base = saabas_paths(view.paths, X32, output)
+            explains = multi_output_explains(output, n_outputs)
         else:
             values, _, bias = saabas_paths(view.paths, X32, -2)
-            base = np.broadcast_to(bias, (X32.shape[0], n_outputs)).copy()
-        explains = regression_explains(output, n_outputs)
+            values, base, explains = select_multi_output(
+                values, np.broadcast_to(bias, (X32.shape[0], bias.size)), output, n_outputs,
+                per_output)
+            base = np.array(base)
         return Importances(
             values=values, scope="local", feature_names=data.feature_names,
-            unit="prediction", explains=explains, base_values=base,
+            unit="prediction" if per_output is None else OUTPUT_UNITS[view.output_unit],
+            explains=explains, base_values=base,
         )

@@ -12,8 +12,8 @@ from harness.core.outputs import (
     OUTPUT_PARAM,
     OUTPUT_UNITS,
     check_output,
+    select_multi_output,
     select_output,
-    select_regression_output,
 )
 from harness.core.params import Interval, Options, Param
 from harness.core.types import Importances
@@ -54,7 +54,8 @@ class TreeSHAP(Method):
     ``backend="shap"`` forces shap for both. base + Σ_j φ_j(x) = prediction; classifiers
     explain the predicted-class probability by default (Sutera et al. 2021), boosted
     classifiers their margin (raw score; :mod:`harness.core.outputs`); a multi-output
-    regressor's outputs are explained all at once (default) or one by index.
+    regressor's outputs are explained all at once (default) or one by index, a multi-output
+    classifier's predicted class of each output (default) or of one output by index.
 
     Complexity: path-dependent (the default), O(n T N_t ⌈D/2⌉) for n rows and T trees of N_t
     nodes and depth D: one preorder pass per (row, tree) updating ⌈D/2⌉ quadrature nodes
@@ -101,6 +102,13 @@ class TreeSHAP(Method):
             reason = ("backend='shap' sends a missing value left at every scikit-learn split "
                       "(it ignores missing_go_to_left), so it cannot explain rows with NaN; "
                       "use backend='harness'")
+        if (reason is None and self.params["backend"] == "shap"
+                and forest_view(model).output_classes is not None):
+            # shap 0.51 normalises a node's values over all outputs' class blocks at once
+            # (each probability divided by k) and pads each block to the most classes
+            reason = ("backend='shap' divides a multi-output classifier's probabilities by "
+                      "its number of outputs and pads each output's classes, so its values "
+                      "are not the model's; use backend='harness'")
         return reason
 
     def _rows_context(self, model, data: ExplainData,
@@ -146,12 +154,14 @@ class TreeSHAP(Method):
         base = np.broadcast_to(expected, (n, expected.size))
         background = context.background
         extra = {"n_background": 0 if background is None else int(background.shape[0])}
-        if view.multi_output:  # one column per output, like a classifier's classes
-            values, base, explains = select_regression_output(
-                phi, base, self.params["output"], view.n_outputs)
+        if view.multi_output:  # value columns: the outputs, or every output's classes
+            per_output = view.output_classes
+            values, base, explains = select_multi_output(
+                phi, base, self.params["output"], view.n_outputs, per_output)
             return Importances(
                 values=values, scope="local", feature_names=data.feature_names,
-                unit="prediction", explains=explains, base_values=np.array(base), extra=extra,
+                unit="prediction" if per_output is None else OUTPUT_UNITS[view.output_unit],
+                explains=explains, base_values=np.array(base), extra=extra,
             )
         if not view.classifier:
             return Importances(

@@ -42,7 +42,7 @@ class ExplainData:
     that do not need it), n finite float64 values for a regressor, or n labels among
     ``model.classes_`` (in its dtype) for a classifier; ``sample_weight`` is None or n
     finite, non-negative float64 values with a positive sum. ``n_outputs`` is the model's
-    number of outputs (k > 1 for a multi-output regressor, whose ``y`` is then (n, k)).
+    number of outputs (k > 1 for a multi-output model, whose ``y`` is then (n, k)).
     """
 
     X: np.ndarray
@@ -87,7 +87,8 @@ class Method:
     #: Keys of :data:`MODEL_CAPABILITIES` the method needs from the model.
     model_needs: ClassVar[tuple[str, ...]] = ()
     needs_y: ClassVar[bool] = False
-    #: Whether the method explains multi-output regressors exactly (else it skips them).
+    #: Whether the method explains multi-output models (regressors and classifiers) exactly
+    #: (else it skips them).
     multi_output: ClassVar[bool] = False
     #: Which rows the runner gives the method: None for the run's ``explain_on`` rows (capped
     #: by ``max_explain``), "train" for every training row in fit order (the OOB methods),

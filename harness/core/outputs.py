@@ -13,8 +13,11 @@ class is the argmax of the margins (the argmax of the softmax probabilities).
 A multi-output regressor (scikit-learn, y of shape (n, k)) has k prediction columns: an index
 explains one output's prediction, and every other value of ``output`` (the default included:
 a regression has no predicted class) explains all k at once, values (n, p, k) and base values
-(n, k), as ``"all_classes"`` does for a classifier (:func:`select_regression_output`). A
-single-output regressor has one prediction, which every ``output`` explains.
+(n, k), as ``"all_classes"`` does for a classifier. A multi-output classifier has one block of
+class probabilities per output: by default each output's predicted class is explained,
+(n, p, k); an index explains output j's predicted class; ``"all_classes"`` every column
+(:func:`select_multi_output`). A single-output regressor has one prediction, which every
+``output`` explains.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ OUTPUT_PARAM = Param(
     "predicted_class",
     (Options({"predicted_class", "all_classes"}), Interval(int, 0, None, "left")),
     "classifiers: 'predicted_class' (Sutera et al. 2021), 'all_classes', or a class index; "
-    "multi-output regressors: an output index, else all outputs",
+    "multi-output regressors: an output index, else all outputs; multi-output classifiers: "
+    "each output's predicted class, an output index (its predicted class), or 'all_classes'",
 )
 
 #: ``Importances.unit`` of a local decomposition, by the forest view's ``output_unit``
@@ -95,18 +99,35 @@ def select_output(
     return values[:, :, output], base[:, output], explains
 
 
-def regression_explains(output, n_outputs: int) -> str:
-    """What a decomposition of a multi-output regressor's ``output`` explains."""
+def multi_output_explains(output, n_outputs: int, per_output_classes=None) -> str:
+    """What a decomposition of a multi-output model's ``output`` explains (see
+    :func:`select_multi_output`)."""
+    if per_output_classes is None:
+        if isinstance(output, int):
+            return f"prediction of output {output} (of {n_outputs})"
+        return f"predictions of all {n_outputs} outputs"
     if isinstance(output, int):
-        return f"prediction of output {output} (of {n_outputs})"
-    return f"predictions of all {n_outputs} outputs"
+        return f"predicted-class probability of output {output} (of {n_outputs})"
+    if output == "all_classes":
+        blocks = "; ".join(f"output {j}: {list(np.asarray(classes).tolist())}"
+                           for j, classes in enumerate(per_output_classes))
+        return (f"class probabilities of all {n_outputs} outputs (columns: each output's "
+                f"classes in turn, {blocks})")
+    return f"predicted-class probability of each of the {n_outputs} outputs"
 
 
-def select_regression_output(
-    values: np.ndarray, base: np.ndarray, output, n_outputs: int,
+def select_multi_output(
+    values: np.ndarray, base: np.ndarray, output, n_outputs: int, per_output_classes=None,
 ) -> tuple[np.ndarray, np.ndarray, str]:
-    """Reduce a multi-output regressor's (n, p, k) contributions and (n, k) base values to
-    ``output``: an output index (values (n, p), base (n,)), or all outputs (anything else).
+    """Reduce a multi-output model's (n, p, m) contributions and (n, m) base values to
+    ``output``.
+
+    A regressor's m = k columns are its outputs: an output index gives that output's
+    (n, p) values and (n,) base, anything else all k outputs. A classifier's m columns are
+    every output's classes in turn (``per_output_classes``, one array per output):
+    ``"predicted_class"`` gives, for each output, the probability of the class it predicts
+    (the largest of its block of base + Σ values), (n, p, k) and (n, k); an output index
+    that of output j alone, (n, p) and (n,); ``"all_classes"`` every column.
 
     Raises
     ------
@@ -116,15 +137,29 @@ def select_regression_output(
     if isinstance(output, int) and output >= n_outputs:
         raise ValueError(f"output={output} is not an output index of this model: it has "
                          f"{n_outputs} outputs (indices 0..{n_outputs - 1}).")
-    explains = regression_explains(output, n_outputs)
+    explains = multi_output_explains(output, n_outputs, per_output_classes)
+    if per_output_classes is None:
+        if isinstance(output, int):
+            return values[:, :, output], base[:, output], explains
+        return values, base, explains
+    if output == "all_classes":
+        return values, base, explains
+    prediction = base + values.sum(axis=1)
+    rows = np.arange(values.shape[0])
+    starts = np.cumsum([0] + [len(classes) for classes in per_output_classes])
+    chosen = [output] if isinstance(output, int) else range(n_outputs)
+    columns = np.stack([starts[j] + np.argmax(prediction[:, starts[j]:starts[j + 1]], axis=1)
+                        for j in chosen], axis=1)
+    picked_values = np.take_along_axis(values, columns[:, None, :], axis=2)
+    picked_base = base[rows[:, None], columns]
     if isinstance(output, int):
-        return values[:, :, output], base[:, output], explains
-    return values, base, explains
+        return picked_values[:, :, 0], picked_base[:, 0], explains
+    return picked_values, picked_base, explains
 
 
 def check_output(output, model) -> str | None:
     """Reason to skip when ``output`` is a class index the classifier does not have, or an
-    output index a multi-output regressor does not have.
+    output index a multi-output model does not have.
 
     ``model`` is a forest view (its ``classes``, ``n_outputs``) or a model with ``classes_``."""
     n_outputs = getattr(model, "n_outputs", 1)

@@ -51,16 +51,22 @@ def fitted_trees(model) -> list:
     return [model] if isinstance(model, TREE_TYPES) else list(model.estimators_)
 
 
-def flatten_tree(estimator, classifier: bool) -> FlatTree:
+def flatten_tree(estimator, classifier: bool, n_classes: tuple[int, ...] = ()) -> FlatTree:
     """Copy the arrays of one fitted scikit-learn tree into a :class:`FlatTree`.
 
     A regressor's ``tree_.value`` is (n_nodes, n_outputs, 1): the node mean of each output,
     which becomes one value column per output (one column for a single-output regressor).
+    A classifier's is (n_nodes, n_outputs, max_n_classes), class weights or fractions: output
+    j's first ``n_classes[j]`` entries (the rest are padding), normalised to the class
+    probabilities of that output, become its block of value columns, the blocks side by side
+    in output order (one block for a single-output classifier).
     """
     tree = estimator.tree_
     if classifier:
-        value = np.asarray(tree.value[:, 0, :], dtype=float)
-        value = value / value.sum(axis=1, keepdims=True)
+        widths = n_classes or (tree.value.shape[2],)
+        blocks = [np.asarray(tree.value[:, j, :width], dtype=float)
+                  for j, width in enumerate(widths)]
+        value = np.hstack([block / block.sum(axis=1, keepdims=True) for block in blocks])
     else:
         value = np.asarray(tree.value[:, :, 0], dtype=float)
     # scikit-learn < 1.3 has no missing-value routing (and its predict refuses NaN)
@@ -87,9 +93,21 @@ def quietly(call, X):
 
 
 def predict_output(model, X: np.ndarray) -> np.ndarray:
-    """``predict_proba`` for classifiers, ``predict`` for regressors."""
-    classifier = hasattr(model, "classes_")
-    return quietly(model.predict_proba if classifier else model.predict, X)
+    """``predict_proba`` for classifiers, ``predict`` for regressors; a multi-output
+    classifier's per-output probability arrays side by side, (n, sum of its class counts), in
+    the order of the view's value columns (:func:`flatten_tree`)."""
+    if not hasattr(model, "classes_"):
+        return quietly(model.predict, X)
+    proba = quietly(model.predict_proba, X)
+    return np.hstack(proba) if isinstance(proba, list) else proba
+
+
+def output_classes(model) -> tuple[np.ndarray, ...] | None:
+    """Each output's classes of a multi-output classifier (``classes_`` is then a list), else
+    None."""
+    if hasattr(model, "classes_") and int(getattr(model, "n_outputs_", 1)) > 1:
+        return tuple(np.asarray(classes) for classes in model.classes_)
+    return None
 
 
 #: From this version on, a scikit-learn tree routes a missing value at predict where fit sent
@@ -153,8 +171,8 @@ def impurity_unit(model) -> str:
 
 class SklearnForestAdapter:
     """Reads fitted scikit-learn RandomForest/ExtraTrees and DecisionTree classifiers and
-    regressors, multi-output regressors included (one value column per output; multi-output
-    classifiers are refused)."""
+    regressors, multi-output ones included (a regressor's outputs are its value columns; a
+    multi-output classifier's value columns are each output's classes, output after output)."""
 
     library = "scikit-learn"
     description = "scikit-learn " + ", ".join(cls.__name__ for cls in FOREST_TYPES + TREE_TYPES)
@@ -168,25 +186,16 @@ class SklearnForestAdapter:
         fitted = "tree_" if isinstance(model, TREE_TYPES) else "estimators_"
         if not hasattr(model, fitted):
             raise BadInputError(f"The {type(model).__name__} is not fitted; call fit() first.")
-        n_outputs = int(getattr(model, "n_outputs_", 1))
-        if n_outputs != 1 and hasattr(model, "classes_"):
-            # one class-probability block per output, each with its own classes, and
-            # predict_proba a list of them: the view has one value row per node and one output
-            # space, which a multi-output classifier does not fit
-            raise BadInputError(
-                f"Multi-output classifiers are not supported: this {type(model).__name__} has "
-                f"n_outputs_={n_outputs} outputs, each with its own classes (predict_proba "
-                f"returns one probability array per output). Multi-output regressors "
-                f"(y of shape (n, k)) are supported; fit one classifier per output instead."
-            )
 
     @classmethod
     def describe(cls, model) -> dict:
         classifier = hasattr(model, "classes_")
+        per_output = output_classes(model)
         return {
             "library": cls.library, "kind": type(model).__name__, "classifier": classifier,
             "n_features": int(model.n_features_in_), "n_trees": len(fitted_trees(model)),
-            "classes": np.asarray(model.classes_) if classifier else None,
+            "classes": np.asarray(model.classes_) if classifier and per_output is None else None,
+            "output_classes": per_output,
             "impurity_unit": impurity_unit(model),
             "n_outputs": int(getattr(model, "n_outputs_", 1)),
             "bootstrap": bool(getattr(model, "bootstrap", False)),
@@ -202,7 +211,9 @@ class SklearnForestAdapter:
     @classmethod
     def flat_trees(cls, model) -> list[FlatTree]:
         classifier = hasattr(model, "classes_")
-        return [flatten_tree(est, classifier) for est in fitted_trees(model)]
+        per_output = output_classes(model) or ()
+        n_classes = tuple(len(classes) for classes in per_output)
+        return [flatten_tree(est, classifier, n_classes) for est in fitted_trees(model)]
 
     @classmethod
     def inbag_counts(cls, model) -> np.ndarray:

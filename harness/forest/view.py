@@ -95,7 +95,7 @@ class ForestView:
     classifier : bool
     n_features, n_trees : int
     classes : ndarray or None
-        Class labels in output order (classifiers).
+        Class labels in output order (single-output classifiers).
     impurity_unit : str
         Unit of the node impurities (bits for entropy).
     bootstrap : bool
@@ -120,9 +120,13 @@ class ForestView:
         Whether the model's own ``predict`` accepts NaN in X (and routes it by each node's
         ``missing_left``); :func:`harness.run.inputs.check_X` allows NaN exactly then.
     n_outputs : int
-        Outputs of a multi-output regressor (scikit-learn, y of shape (n, k)): its trees have
-        one value column per output and :meth:`output` is ``predict``, (n, k). 1 otherwise
-        (a classifier's value columns are its classes, not outputs).
+        Outputs of a multi-output model (scikit-learn, y of shape (n, k)), 1 otherwise. A
+        multi-output regressor's trees have one value column per output and :meth:`output` is
+        ``predict``, (n, k); a single-output classifier's value columns are its classes.
+    output_classes : tuple of ndarray or None
+        A multi-output classifier's classes, one array per output (``classes`` is then None):
+        its value columns are output 0's classes, then output 1's, ..., and :meth:`output` is
+        ``predict_proba``'s per-output arrays side by side.
     trees, packed, paths, inbag
         The derived forms, each built on first use (see the module docstring).
     """
@@ -144,6 +148,7 @@ class ForestView:
     _signature: tuple = field(repr=False)
     routes_missing: bool = False
     n_outputs: int = 1
+    output_classes: tuple[np.ndarray, ...] | None = None
 
     def _source(self) -> Any:
         model = self._model()
@@ -158,8 +163,16 @@ class ForestView:
 
     @property
     def multi_output(self) -> bool:
-        """Whether the model is a multi-output regressor (:attr:`n_outputs` > 1)."""
+        """Whether the model has several outputs (:attr:`n_outputs` > 1)."""
         return self.n_outputs > 1
+
+    @property
+    def n_values(self) -> int:
+        """Value columns of the trees at most: a classifier's classes (every output's, for a
+        multi-output one), a regressor's outputs."""
+        if self.output_classes is not None:
+            return sum(len(classes) for classes in self.output_classes)
+        return len(self.classes) if self.classifier else self.n_outputs
 
     @cached_property
     def packed(self) -> PackedForest:
@@ -168,7 +181,8 @@ class ForestView:
         A multi-output regressor is packed with the ``classifier`` flag of the kernels, which
         selects their several-column paths (every column, or one column per row): its outputs
         are value columns exactly as a classifier's classes are, so the classifiers' kernels
-        explain them unchanged (the single-column regression paths read column 0 only).
+        explain them unchanged (the single-column regression paths read column 0 only). A
+        multi-output classifier's value columns are every output's classes, side by side.
         """
         from harness.forest.packed import pack_trees
 

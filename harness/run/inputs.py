@@ -204,7 +204,9 @@ def check_y(model: object, y: object, n_rows: int) -> np.ndarray | None:
     A regressor's y must be ``n_rows`` finite numbers (returned as float64), or for a
     multi-output regressor with k outputs, (``n_rows``, k) of them; a classifier's labels must
     all be among ``model.classes_`` (returned in ``classes_``'s dtype, so that the kernels'
-    class lookups compare like with like).
+    class lookups compare like with like); a multi-output classifier's (``n_rows``, k) labels,
+    column j among output j's classes (returned as given: no kernel reads them, as only
+    methods that take no targets explain multi-output models).
     """
     if y is None:
         return None
@@ -216,6 +218,10 @@ def check_y(model: object, y: object, n_rows: int) -> np.ndarray | None:
                    f" (one column per output of this multi-output {view.kind})")
         raise BadInputError(f"y must have shape {expected} to match X{outputs}; got "
                             f"{target.shape}.")
+    if view.output_classes is not None:  # each column among its own output's classes
+        for j, classes in enumerate(view.output_classes):
+            _check_labels(classes, target[:, j], f"output {j} of the classifier")
+        return target
     if view.classifier:
         return _check_labels(view.classes, target)
     allowed = "finite numbers for a regressor"
@@ -235,8 +241,10 @@ def _is_class(value: object, known: set) -> bool:
         return False
 
 
-def _check_labels(classes: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """A classifier's targets, all among its ``classes``, in the dtype of ``classes``."""
+def _check_labels(classes: np.ndarray, target: np.ndarray, fitted: str = "the classifier"
+                  ) -> np.ndarray:
+    """A classifier's targets, all among its ``classes``, in the dtype of ``classes``
+    (``fitted`` names what was fitted on them, for the message)."""
     classes = np.asarray(classes)
     known = set(classes.tolist())
     try:
@@ -248,7 +256,7 @@ def _check_labels(classes: np.ndarray, target: np.ndarray) -> np.ndarray:
         rows = sum(not _is_class(v, known) for v in target.tolist())
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
         raise BadInputError(
-            f"y holds labels the classifier was not fitted on: {_show(unknown[:5])}{more} "
+            f"y holds labels {fitted} was not fitted on: {_show(unknown[:5])}{more} "
             f"({rows} row{'s' if rows > 1 else ''}); expected labels among "
             f"{_show(classes.tolist())}.")
     return target.astype(classes.dtype)

@@ -87,8 +87,7 @@ def row_block(model: Any, n_features: int) -> int:
     model's outputs (its classes, for a classifier), take about ``ROW_BLOCK_BYTES``; a
     multiple of 64 rows (whole batches of every kernel) when that leaves at least 64."""
     view = forest_view(model)
-    width = len(view.classes) if view.classifier else view.n_outputs
-    rows = max(1, ROW_BLOCK_BYTES // (8 * n_features * width))
+    rows = max(1, ROW_BLOCK_BYTES // (8 * n_features * view.n_values))
     return rows - rows % 64 if rows >= 64 else rows
 
 

@@ -1,5 +1,6 @@
 """Multi-output scikit-learn regressors (y of shape (n, k)): the view, the local methods and
-their output selection, MDI, the checks of y, and what is refused.
+their output selection, MDI, the checks of y, and what is skipped (multi-output classifiers:
+test_multi_output_classifier.py).
 
 Oracles: the model's own ``predict`` (additivity for every output), shap's TreeExplainer on
 the same multi-output forest (exact and approximate), scikit-learn's ``feature_importances_``,
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.ensemble import ExtraTreesRegressor, RandomForestClassifier, RandomForestRegressor
+from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
 from sklearn.tree import DecisionTreeRegressor
 
 import harness
@@ -187,14 +188,6 @@ def test_methods_defined_for_one_output_skip_multi_output_models(forest):
     assert explained == {"mdi", "local_mdi", "saabas", "treeshap"}
     with pytest.raises(MethodSkipped, match="single-output models only"):
         harness.explain("mda_test", model, X, Y)
-
-
-def test_multi_output_classifiers_are_refused_with_the_reason():
-    X, Y = _data()
-    model = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, Y > 1.0)
-    with pytest.raises(BadInputError, match="Multi-output classifiers are not supported.*"
-                                            "Multi-output regressors .* are supported"):
-        harness.explain("treeshap", model, X)
 
 
 class _MultiOutputData(DatasetSource):
