@@ -102,24 +102,44 @@ def loco_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _loco_scatter(results: RunResults, table: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Per dataset: each method's normalised value against LOCO's, LOCO's ±2 SE as bars."""
+    """One panel per dataset (rows) and model (columns): each method's normalised value
+    against LOCO's on that model, LOCO's ±2 SE as bars (every seed's points together).
+
+    Models are kept apart because LOCO refits the model spec of its own cell: a method on
+    one forest is only comparable with LOCO on the same forest."""
     if table.empty:
         return []
-    colours = run_colours(results)
-    datasets = sorted(table["dataset"].unique())
-    figure, axes = new_figure(ncols=len(datasets), width=3.2, height=3.2, wspace=0.45)
-    for ax, dataset in zip(axes[0], datasets):
-        data = table[table["dataset"] == dataset]
-        for method, rows in data.groupby("method", sort=True):
-            ax.errorbar(rows["loco"], rows["estimate"], xerr=2 * rows["loco_se"], fmt="o",
-                        markersize=3, linewidth=0.6, label=method,
-                        color=colours.get(method_of_label(method), "#888888"))
-        low = float(min(data["loco"].min(), data["estimate"].min(), 0.0))
-        high = float(max(data["loco"].max(), data["estimate"].max()))
-        ax.plot([low, high], [low, high], color="0.5", linewidth=0.8, linestyle="--")
-        ax.set_title(dataset, fontsize=FONT_PT)
-        ax.set_xlabel("LOCO (sum |v| = 1), ±2 SE")
-        ax.set_ylabel("method (sum |v| = 1)")
-    axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=FONT_PT,
-                       frameon=False)
+    figure = loco_figure(table, run_colours(results))
     return [save_figure(figure, out_dir / "accuracy_loco.png")]
+
+
+def loco_figure(table: pd.DataFrame, colours: dict[str, str]):
+    """The figure of :func:`_loco_scatter` (``colours``: a colour per method name)."""
+    datasets = sorted(table["dataset"].unique())
+    models = sorted(table["model"].unique())
+    figure, axes = new_figure(ncols=len(models), nrows=len(datasets), width=3.2, height=3.2,
+                              wspace=0.45)
+    for row, dataset in enumerate(datasets):
+        for column, model in enumerate(models):
+            ax = axes[row, column]
+            data = table[(table["dataset"] == dataset) & (table["model"] == model)]
+            if data.empty:
+                ax.set_axis_off()
+                continue
+            for method, rows in data.groupby("method", sort=True):
+                ax.errorbar(rows["loco"], rows["estimate"], xerr=2 * rows["loco_se"],
+                            fmt="o", markersize=3, linewidth=0.6, label=method,
+                            color=colours.get(method_of_label(method), "#888888"))
+            low = float(min(data["loco"].min(), data["estimate"].min(), 0.0))
+            high = float(max(data["loco"].max(), data["estimate"].max()))
+            ax.plot([low, high], [low, high], color="0.5", linewidth=0.8, linestyle="--")
+            ax.set_title(f"{dataset}\n{model}", fontsize=FONT_PT)
+            ax.set_xlabel("LOCO (sum |v| = 1), ±2 SE")
+            ax.set_ylabel("method (sum |v| = 1)")
+    handles = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    axes[0, -1].legend(handles.values(), handles.keys(), loc="upper left",
+                       bbox_to_anchor=(1.02, 1), fontsize=FONT_PT, frameon=False)
+    return figure

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from harness.core.types import Dataset, GroundTruth, TruthVector
@@ -80,3 +81,17 @@ def test_the_report_writes_the_loco_comparison(results, tmp_path):
     names = {path.name for path in (tmp_path / "out").iterdir()}
     assert {"accuracy_loco.csv", "accuracy_loco.png"} <= names
     assert "each method beside LOCO" in section.html and "within_2se" in section.html
+
+
+def test_the_figure_keeps_each_model_beside_its_own_loco(results):
+    table = accuracy_loco.loco_table(results)
+    other = table.assign(model="other_forest", estimate=table["estimate"] * 0.5)
+    both = pd.concat([table, other], ignore_index=True)
+    figure = accuracy_loco.loco_figure(both, {})
+    drawn = {ax.get_title(): ax for ax in figure.axes if ax.axison}
+    assert len(drawn) == 2 and all("plain" in title for title in drawn)
+    for model, rows in both.groupby("model"):
+        (ax,) = [ax for title, ax in drawn.items() if title.endswith(model)]
+        # one errorbar container per method, each with that model's points only
+        points = sorted(y for c in ax.containers for y in c.lines[0].get_ydata())
+        np.testing.assert_allclose(points, np.sort(rows["estimate"].to_numpy()))
