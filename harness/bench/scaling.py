@@ -16,7 +16,8 @@ Every registered method (its defaults, with the sample counts of the sampling me
 
 The data are Friedman #1 (``make_friedman1``, noise 1, its first five features relevant),
 the forest a ``RandomForestRegressor(max_features="sqrt", bootstrap=True)``. A point is the
-best of ``repeat`` runs of ``Method.explain`` alone (inputs validated, the method prepared and
+best of ``repeat`` runs of ``Method.explain`` alone (in the protocol's row blocks for a
+``rows_independent`` method; inputs validated, the method prepared and
 the forest's view built beforehand, as the runner does; one run once a run is longer than
 ``LONG_RUN``), on one numba thread unless asked otherwise. Sizes ascend; a point whose
 predicted time (the last point's time times the size ratio to the power of the larger of
@@ -62,7 +63,7 @@ from harness.core import registry
 from harness.core.method import Method
 from harness.forest.view import forest_view
 from harness.run.inputs import validate_explain_inputs
-from harness.run.protocol import missing_capability
+from harness.run.protocol import missing_capability, row_block
 
 AXES = ("n", "p", "trees", "depth")
 BASE = {"n": 1000, "p": 10, "trees": 100, "depth": 8}
@@ -227,16 +228,19 @@ def _slope(x: np.ndarray, t: np.ndarray) -> float:
 
 def _time_explain(method: Method, point: Point, repeat: int,
                   predicted: float = math.nan) -> tuple[float, float, int]:
-    """Best wall and best CPU seconds of ``method.explain`` over up to ``repeat`` runs."""
+    """Best wall and best CPU seconds of ``method.explain`` over up to ``repeat`` runs, in
+    the row blocks the protocol gives a ``rows_independent`` method (what users run)."""
     X, y = point.rows(method)
     data = validate_explain_inputs(point.model, X, y)
     reason = missing_capability(method, point.model) or method.skip(point.model, data)
     if reason:
         raise _Skipped(reason)
+    block_rows = row_block(point.model, X.shape[1]) if method.rows_independent else None
     best, best_cpu, runs = math.inf, math.inf, 0
     for _ in range(repeat):
         cpu = time.process_time()
-        result = method.explain(point.model, data, np.random.default_rng(0))
+        result = method.explain(point.model, data, np.random.default_rng(0),
+                                block_rows=block_rows)
         best_cpu = min(best_cpu, time.process_time() - cpu)
         best, runs = min(best, result.time_explain), runs + 1
         # a long run is timed once, unless far above its prediction: a compilation of a

@@ -187,3 +187,23 @@ def test_bench_skips_points_over_the_budget_and_says_why():
     assert points["reason"].iloc[2].startswith("predicted ")
     assert "> budget 1e-09 s" in points["reason"].iloc[2]
     assert set(result["exponents"]["method"]) == {"mdi", "local_mdi"}
+
+
+def test_bench_times_row_independent_methods_in_the_protocols_row_blocks(monkeypatch):
+    """What users run: ``local_mdi`` (rows independent) in the blocks ``row_block`` gives,
+    ``mdi`` (global) in one call."""
+    from harness.bench import scaling
+    from harness.core.method import Method
+
+    seen: dict[str, list] = {}
+    explain = Method.explain
+
+    def recording(self, model, data, rng, block_rows=None):
+        seen.setdefault(self.name, []).append(block_rows)
+        return explain(self, model, data, rng, block_rows=block_rows)
+
+    monkeypatch.setattr(Method, "explain", recording)
+    monkeypatch.setattr(scaling, "row_block", lambda model, n_features: 7)
+    scaling.run_scaling(["mdi", "local_mdi"], axes=("trees",), sizes={"trees": (10,)},
+                        repeat=1, jobs=1)
+    assert seen == {"mdi": [None], "local_mdi": [7]}
