@@ -88,9 +88,14 @@ GROUPS = {"method": "harness.methods", "dataset": "harness.datasets",
           "report": "harness.reports"}
 
 
-def _import_object(target: str):
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+def import_object(target: str):
+    """The object a ``"module:qualname"`` target names (a dotted qualname walks attributes,
+    e.g. a class's method)."""
+    module, _, qualname = target.partition(":")
+    found = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
 
 
 def _entry_point_targets(group: str) -> dict[str, str]:
@@ -115,7 +120,7 @@ def _classes(kind: str) -> dict[str, type]:
         targets.append((name, target))
     for name, target in targets:
         try:
-            cls = _import_object(target)
+            cls = import_object(target)
         except Exception as exc:  # a broken plugin must not take the harness down
             warnings.warn(f"Cannot load {kind} {name!r} from {target!r}: {exc}", stacklevel=2)
             continue
@@ -140,7 +145,7 @@ def report_builders() -> dict[str, object]:
     builders = {}
     for name, target in targets.items():
         try:
-            builders[name] = _import_object(target)
+            builders[name] = import_object(target)
         except Exception as exc:
             warnings.warn(f"Cannot load report {name!r} from {target!r}: {exc}", stacklevel=2)
     return builders
@@ -148,13 +153,13 @@ def report_builders() -> dict[str, object]:
 
 def build_reports(out):
     """Write every report and the index page of a run folder; returns the written paths."""
-    return _import_object(REPORT_INDEX)(out)
+    return import_object(REPORT_INDEX)(out)
 
 
 def write_scaling_report(table) -> list:
     """Draw the scaling figure and write the exponents CSV beside the bench's
     ``scaling.json`` (:mod:`harness.reports.scaling`); returns the written paths."""
-    return _import_object(SCALING_REPORT)(table)
+    return import_object(SCALING_REPORT)(table)
 
 
 def method_names() -> list[str]:
@@ -198,8 +203,7 @@ def load_target(name: str):
     """The built-in reproduction target called ``name``, instantiated."""
     if name not in BUILTIN_TARGETS:
         raise unknown_name("reproduction target", name, BUILTIN_TARGETS)
-    module, _, attr = BUILTIN_TARGETS[name].partition(":")
-    return getattr(importlib.import_module(module), attr)()
+    return import_object(BUILTIN_TARGETS[name])()
 
 
 def reproduction():

@@ -32,7 +32,6 @@ import time
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib import import_module
 
 #: Packages whose modules are searched for kernels (a plugin's own package is added).
 _FRAMEWORK = "harness"
@@ -54,14 +53,6 @@ class CompileReport:
 
 def _target(method_class: type) -> str:
     return f"{method_class.__module__}:{method_class.__qualname__}"
-
-
-def _load(target: str) -> type:
-    module, _, qualname = target.partition(":")
-    obj = import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 def _dispatchers(method_class: type) -> set:
@@ -232,10 +223,12 @@ def compile_in_processes(method_classes: Iterable[type], processes: int | None =
 def _serve_stdin() -> None:
     """Worker: read one ``module:qualname`` per line, run that class's ``prepare()``, answer
     one JSON line (``seconds`` or ``error``)."""
+    from harness.core.registry import import_object
+
     for line in sys.stdin:
         start, cpu = time.perf_counter(), time.process_time()
         try:
-            _load(line.strip()).prepare()
+            import_object(line.strip()).prepare()
             answer = {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}
         except Exception as exc:  # the parent's own prepare() reports it again, in context
             answer = {"error": f"{type(exc).__name__}: {exc}"}
