@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from harness.bench.cold import first_call
+from harness.bench.cold import run_cold
 from harness.core import registry
 from harness.run.compile import compile_in_processes
 
@@ -35,18 +35,11 @@ class ColdStartSuite:
     smoke_params = (["mdi"],)
 
     def setup_cache(self):
-        # each method once per commit: from an empty cache, then from the compile step's cache
-        methods = type(self).params[0]
-        figures = {}
-        for method in methods:
-            with tempfile.TemporaryDirectory(prefix="harness-cold-") as empty:
-                figures[method] = first_call(method, empty)[:2]
-        with tempfile.TemporaryDirectory(prefix="harness-cold-") as cache:
-            compile_in_processes([registry.get_method_class(m) for m in methods],
-                                 env={**os.environ, "NUMBA_CACHE_DIR": cache})
-            for method in methods:
-                figures[method] += first_call(method, cache)[:2]
-        return figures
+        # each method once per commit, as ``bench --cold`` measures it: from the compile
+        # step's cache, then from an empty cache
+        table, _ = run_cold(type(self).params[0])
+        return {row.method: (row.empty_cache_wall, row.empty_cache_cpu, row.first_call_wall,
+                             row.first_call_cpu) for row in table.itertuples()}
 
     def track_first_call_wall(self, cache, method):
         return cache[method][0]
