@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.core.errors import BadInputError
+from harness.run.compile import usable_cores
 from harness.run.executors import EXECUTORS
 
 #: seeds reach scikit-learn's ``random_state``, which takes [0, 2**32 - 1]
@@ -220,7 +221,7 @@ def check_option(name: str, value: Any) -> Any:
 def compare_options(**options: Any) -> CompareOptions:
     """Check every option of ``compare`` (all must be given) and how they combine.
 
-    ``jobs=None`` becomes the number of CPUs. A ``scheduler`` is refused unless ``executor``
+    ``jobs=None`` becomes the cores this process may run on (its CPU affinity). A ``scheduler`` is refused unless ``executor``
     is ``'dask'``: any other executor would ignore it without a word.
 
     Raises
@@ -236,8 +237,8 @@ def compare_options(**options: Any) -> CompareOptions:
     if checked["scheduler"] is not None and checked["executor"] != "dask":
         raise BadInputError(f"scheduler is used only with executor 'dask'; got scheduler "
                             f"{checked['scheduler']!r} with executor {checked['executor']!r}.")
-    if checked["jobs"] is None:
-        checked["jobs"] = os.cpu_count() or 1
+    if checked["jobs"] is None:  # the cores this process may use (its affinity)
+        checked["jobs"] = usable_cores()
     return CompareOptions(**checked)
 
 

@@ -130,3 +130,19 @@ def test_one_signature_per_kernel_whatever_the_rows_layout():
         assert gained == {}, (name, gained)
         if "shap" in name:
             np.testing.assert_allclose(first.reshape(oracle.shape), oracle, atol=1e-9)
+
+
+def test_compare_uses_the_cores_this_process_may_run_on_by_default(monkeypatch, tmp_path):
+    """``jobs=None`` is the process's CPU affinity (what the compile step uses too), not the
+    machine's CPU count: on a machine with 8 CPUs and an affinity of 1, one job."""
+    import inspect
+
+    from harness.run import runner
+    from harness.run.options import compare_options
+
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0}, raising=False)
+    defaults = {name: parameter.default
+                for name, parameter in inspect.signature(runner.compare).parameters.items()}
+    options = compare_options(**{**defaults, "out": tmp_path, "jobs": None})
+    assert options.jobs == 1
