@@ -221,8 +221,9 @@ def check_option(name: str, value: Any) -> Any:
 def compare_options(**options: Any) -> CompareOptions:
     """Check every option of ``compare`` (all must be given) and how they combine.
 
-    ``jobs=None`` becomes the cores this process may run on (its CPU affinity). A ``scheduler`` is refused unless ``executor``
-    is ``'dask'``: any other executor would ignore it without a word.
+    ``jobs=None`` becomes the cores this process may run on (its CPU affinity). A
+    ``scheduler`` is refused unless ``executor`` is ``'dask'``: any other executor would
+    ignore it without a word.
 
     Raises
     ------
