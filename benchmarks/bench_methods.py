@@ -34,8 +34,8 @@ import numpy as np
 from .common import (
     DATASETS,
     FORESTS,
+    explain_inputs,
     fitted_forests,
-    method_params,
     ratio_over_processes,
 )
 
@@ -107,12 +107,7 @@ class ExplainSuite:
         cls = harness.core.registry.get_method_class(method)
         if cls.missing_packages():
             raise NotImplementedError(f"{method} not installed")
-        # every training row (the OOB methods need them; the others get enough rows that the
-        # kernels, not the per-call checks, set the time); mda_test the held-out rows
-        info = model.harness_fit_
-        rows = info["test_index"] if cls.rows == "test" else info["train_index"]
-        X, y = ds.X[rows], ds.y[rows]
-        spec = harness.core.registry.make_method(method, **method_params(method))
+        spec, X, y = explain_inputs(method, model, ds)
         self.threads = _one_thread()
         self.explain = lambda: harness.explain(spec, model, X, y)
         self.predict = lambda: predict_output(model, X)

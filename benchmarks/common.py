@@ -47,6 +47,19 @@ def profile() -> dict:
     return PROFILES[name]
 
 
+def explain_inputs(method: str, model, ds) -> tuple:
+    """(method spec, X, y) that ``ExplainSuite`` explains: every training row (the OOB
+    methods need them; the others get enough rows that the kernels, not the per-call checks,
+    set the time), or the held-out rows for a method that takes them (``mda_test``)."""
+    import harness
+
+    cls = harness.core.registry.get_method_class(method)
+    info = model.harness_fit_
+    rows = info["test_index"] if cls.rows == "test" else info["train_index"]
+    spec = harness.core.registry.make_method(method, **method_params(method))
+    return spec, ds.X[rows], ds.y[rows]
+
+
 def fitted_case(dataset: str, forest: str) -> tuple:
     """(model, X, dataset) of one (dataset, forest) of the grid: the model fitted with seed 0,
     X its training rows (the first ``max_explain`` in the fast profile)."""

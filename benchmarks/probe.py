@@ -19,14 +19,10 @@ def _explain_ratio(method: str, case: str) -> float:
     import harness
     from harness.forest.view import predict_output
 
-    from .common import fitted_case, interleaved_ratio, method_params
+    from .common import explain_inputs, fitted_case, interleaved_ratio
 
     model, _, ds = fitted_case(*case.split("/"))
-    cls = harness.core.registry.get_method_class(method)
-    info = model.harness_fit_
-    rows = info["test_index"] if cls.rows == "test" else info["train_index"]
-    X, y = ds.X[rows], ds.y[rows]
-    spec = harness.core.registry.make_method(method, **method_params(method))
+    spec, X, y = explain_inputs(method, model, ds)
     return interleaved_ratio(lambda: harness.explain(spec, model, X, y),
                              lambda: predict_output(model, X))
 
