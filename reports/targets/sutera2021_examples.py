@@ -162,8 +162,10 @@ class Sutera2021Examples(Target):
     the paper's and of scikit-learn's tree-growing rule) and by forests; the claim that K = 2
     violates strong monotonicity for X1 and X2 (and that K = 1, Shapley values, does not).
     Example 2 (Table 2): the negative local MDI −0.19 (Thm 2, Eq. 10). Eq. 9: local MDI averaged
-    over the learning set equals global MDI, on every forest the Sutera pages grow. Appendix F:
-    the variance version (Eqs. 20-24) on a finite regression distribution. Thms 1-4: global
+    over the learning set equals global MDI, per tree with its in-bag counts as weights
+    (:mod:`harness.reports.targets._eq9`), on every scikit-learn forest of the gallery
+    (:mod:`harness.reports.targets._eq9_gallery`). Appendix F: the variance version
+    (Eqs. 20-24) on a finite regression distribution. Thms 1-4: global
     and local MDI of totally randomized trees are Shapley values (brute force over orderings),
     efficiency, and local irrelevance, exactly on LED and the examples.
     """
