@@ -71,7 +71,8 @@ PUBLISHED = (
     PublishedResult("sutera.table2", "003", "Example 2 / Table 2",
                     "the local MDI value −0.19 of Example 2", "sutera2021-examples"),
     PublishedResult("sutera.eq9", "003", "Eq. 9",
-                    "local MDI averaged over the learning set equals global MDI, on every "
+                    "local MDI averaged over the learning set equals global MDI (per tree, "
+                    "in-bag counts as weights for bootstrap trees), on every scikit-learn "
                     "forest of the gallery", "sutera2021-examples"),
     PublishedResult("sutera.appendix-f", "003", "Appendix F",
                     "local MDI for regression (variance impurity): its properties",

@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 
 from harness.api import explain, load_dataset
-from harness.core.spec import parse_spec
 from harness.core.types import Dataset
 from harness.datasets.led import led_population
 from harness.forest.models import fit_model
+from harness.forest.view import forest_view
 from harness.oracle.exact_mdi import expected_mdi
 from harness.oracle.finite_table import DiscreteDistribution, shapley_values
 from harness.oracle.local_mdi import (
@@ -32,7 +32,9 @@ from harness.oracle.local_mdi import (
     local_characteristic,
 )
 from harness.reports.base import new_figure, save_figure
-from harness.reports.targets import _sutera
+from harness.reports.targets import _eq9_gallery
+from harness.reports.targets._eq9 import eq9_gaps
+from harness.reports.targets._eq9_gallery import GalleryForest, Learned
 from harness.reports.targets.base import Target, TargetContext, TargetPage
 from harness.reports.targets.verdict import Comparison, claim, judge, page_verdict, worst_line
 
@@ -54,6 +56,7 @@ TREES = {False: 100, True: 20}
 # irrelevant (a null player at every x).
 REGRESSION_P = 4
 REGRESSION_FORESTS = {False: 16, True: 6}
+CSV_NAME = "sutera2021-examples-eq9.csv"
 
 
 def _largest_z(gap: np.ndarray, se: np.ndarray) -> float:
@@ -114,18 +117,41 @@ def eq9_gap(model, dataset: Dataset) -> tuple[float, float]:
     return float(np.abs(mean_local - global_).max()), float(np.abs(global_).max())
 
 
-def gallery_forests(quick: bool) -> list[tuple[str, str, str, int]]:
-    """(target, dataset spec, forest spec, seed) of every forest the Sutera pages grow."""
-    forests = []
-    for k in range(1, 8):
-        forests.append(("fig1, fig2, fig3", "led", _sutera.forest(k, quick), 0))
-    forests += [("fig3 (Thm 2 replicates)", "led", _sutera.forest(1, quick), seed)
-                for seed in range(1, 16)]
-    digits = [1, 8, 64] if quick else [1, 2, 4, 8, 16, 32, 64]
-    forests += [("fig2, fig3, table4", "digits", _sutera.forest(k, quick), 0) for k in digits]
-    for spec in ("led[n_samples=200]", "iris", "wine", "breast_cancer"):
-        forests.append(("table4", spec, _sutera.forest(1, quick), 0))
+def _table1_fit(output: int, k: int, trees: int) -> Learned:
+    data = table_dataset(f"table1-y{output}", *example1_table(output))
+    model = fit_model(_spec(k, trees), data, seed=0)
+    return Learned(model, data.X, data.y, data.sample_weight)
+
+
+def _friedman_fit(forest: str) -> Learned:
+    data = load_dataset("friedman1", seed=0)
+    model = fit_model(forest, data, seed=0)
+    train = model.harness_fit_["train_index"]
+    return Learned(model, data.X[train], data.y[train], None)
+
+
+def example_forests(quick: bool) -> list[GalleryForest]:
+    """This page's own forests for Eq. 9: Table 1's (K = 1, 2) and two regression forests."""
+    trees = TREES[quick]
+    forests = [GalleryForest("sutera2021 examples", f"Table 1, Y{output}", _spec(k, trees), 0,
+                             lambda o=output, k=k: _table1_fit(o, k, trees))
+               for output in (1, 2) for k in (1, 2)]
+    specs = [_spec(1, trees, forest) for forest in ("extra_trees", "random_forest")]
+    forests += [GalleryForest("sutera2021 examples (regression)", "friedman1", spec, 0,
+                              lambda spec=spec: _friedman_fit(spec)) for spec in specs]
     return forests
+
+
+def eq9_row(forest: GalleryForest) -> dict:
+    """One forest's Eq. 9 numbers (see :class:`harness.reports.targets._eq9.Eq9Gaps`)."""
+    learned = forest.fit()
+    gaps = eq9_gaps(learned.model, learned.X, learned.y, learned.weight)
+    view = forest_view(learned.model)
+    return {"pages": forest.pages, "dataset": forest.dataset, "forest": forest.forest,
+            "seed": forest.seed, "trees": view.n_trees, "bootstrap": view.bootstrap,
+            "rows": len(learned.X), "weighted_gap": gaps.weighted,
+            "unweighted_gap": gaps.unweighted, "kernel_gap": gaps.kernel,
+            "largest_mdi": gaps.scale}
 
 
 class Sutera2021Examples(Target):
@@ -136,8 +162,10 @@ class Sutera2021Examples(Target):
     the paper's and of scikit-learn's tree-growing rule) and by forests; the claim that K = 2
     violates strong monotonicity for X1 and X2 (and that K = 1, Shapley values, does not).
     Example 2 (Table 2): the negative local MDI −0.19 (Thm 2, Eq. 10). Eq. 9: local MDI averaged
-    over the learning set equals global MDI, on every forest the Sutera pages grow. Appendix F:
-    the variance version (Eqs. 20-24) on a finite regression distribution. Thms 1-4: global
+    over the learning set equals global MDI, per tree with its in-bag counts as weights
+    (:mod:`harness.reports.targets._eq9`), on every scikit-learn forest of the gallery
+    (:mod:`harness.reports.targets._eq9_gallery`). Appendix F: the variance version
+    (Eqs. 20-24) on a finite regression distribution. Thms 1-4: global
     and local MDI of totally randomized trees are Shapley values (brute force over orderings),
     efficiency, and local irrelevance, exactly on LED and the examples.
     """
@@ -176,7 +204,7 @@ class Sutera2021Examples(Target):
                    for key in ("sutera.table1", "sutera.table2", "sutera.eq9",
                                "sutera.appendix-f", "sutera.shapley",
                                "sutera.local-irrelevance")}
-        csv = context.gallery / f"{self.name}-eq9.csv"
+        csv = context.gallery / CSV_NAME
         context.gallery.mkdir(parents=True, exist_ok=True)
         eq9["table"].to_csv(csv, index=False)
         figure = self._figure(example1, appendix_f, context)
@@ -184,16 +212,16 @@ class Sutera2021Examples(Target):
         worst = worst_line(numbers, "bits or variance units")
         if not bad.empty:
             worst = f"claim fails: {bad['label'].iloc[0]}; " + worst
-        notes = example1["notes"] + example2["notes"] + appendix_f["notes"] + eq9["notes"] + [
-            f"Eq. 9 per forest (max over features of |mean local MDI − global MDI|): "
-            f"[{csv.name}]({csv.name})."]
+        notes = example1["notes"] + example2["notes"] + appendix_f["notes"] + eq9["notes"]
         return TargetPage(
             table=table, worst=worst, verdict=page_verdict(results.values()),
             scale=(f"{'quick: ' if quick else ''}exact enumeration; forests: population "
                    f"(weighted support rows) and {REPLICATES[quick]} samples of "
                    f"{SAMPLE_ROWS} rows ({TREES[quick]} trees); Appendix F: "
                    f"{REGRESSION_FORESTS[quick]} forests of {TREES[quick]} trees; Eq. 9 on "
-                   f"{len(eq9['table'])} forests"),
+                   f"{len(eq9['table'])} forests of the gallery, one per forest spec and "
+                   f"data setting of each page, each page's spec and seed with at most "
+                   f"{_eq9_gallery.TREES[quick]} trees"),
             figures=[figure], notes=notes, results=results,
             assumptions=[
                 "Example 1's published numbers are conditional mutual informations and "
@@ -209,9 +237,21 @@ class Sutera2021Examples(Target):
                 "finite regression distribution of our choice (X1..X4 fair bits, "
                 "Y = X1 + 2·X2·X3 ± 1, X4 irrelevant), with the variance impurity "
                 "(scikit-learn's squared_error).",
-                "Eq. 9's learning set is the forest's training rows (95 % of the data, all "
-                "of a population, weighted by its probabilities); the forests are the Sutera "
-                "pages' (no bootstrap), refitted with the same specs and seeds.",
+                "Eq. 9's learning set is the forest's training rows (all of a population, "
+                "weighted by its probabilities); every scikit-learn forest of the gallery is "
+                "refitted with its page's spec, data set and seed, one per distinct spec and "
+                f"data setting (the Sutera pages' Thm 2 replicate seeds included), with at "
+                f"most {_eq9_gallery.TREES[quick]} trees: Eq. 9 holds tree by tree, so the cap "
+                "sets how many trees are checked; the Scornet pages at n = "
+                f"{_eq9_gallery.SCORNET_N[quick]} (MDI bias) and {_eq9_gallery.MDA_N[quick]} "
+                "(MDA) training rows.",
+                "Eq. 9 with bootstrap: a tree's node impurities are those of its in-bag "
+                "sample, so the identity judged is per tree with the in-bag counts c_it as "
+                "weights, mean_t Σ_i c_it local_t(x_i) / Σ_i c_it = global MDI (computed by a "
+                "NumPy reference on the packed trees, checked against the kernel with unit "
+                "weights); the plain mean over the training rows of the forest's local MDI is "
+                "reported beside it as a number, not judged. Bootstrap forests fitted with "
+                "sample weights are refused (none in the gallery).",
                 "An exact identity (Eq. 9, efficiency, Shapley values) holds when it holds to "
                 "floating-point rounding: |gap| ≤ 1e-9 × max(1, scale).",
             ])
@@ -470,44 +510,60 @@ class Sutera2021Examples(Target):
 
     # ---------------------------------------------------------------- Eq. 9
     def _eq9(self, quick: bool, context: TargetContext):
+        forests = _eq9_gallery.gallery_forests(quick) + example_forests(quick)
         rows = []
-        cache: dict[str, Dataset] = {}
-        for target, spec, model_spec, seed in gallery_forests(quick):
-            name, grid = parse_spec(spec)
-            if spec not in cache:
-                cache[spec] = load_dataset(name, seed=0, **{k: v[0] for k, v in grid.items()})
-            context.say(f"{self.name}: Eq. 9, {spec} {model_spec} seed {seed}")
-            model = fit_model(model_spec, cache[spec], seed=seed)
-            gap, scale = eq9_gap(model, cache[spec])
-            rows.append({"pages": target, "dataset": spec, "forest": model_spec,
-                         "seed": seed, "max_gap": gap, "largest_mdi": scale})
-        for output in (1, 2):
-            for k in (1, 2):
-                data = table_dataset(f"table1-y{output}", *example1_table(output))
-                model = fit_model(_spec(k, TREES[quick]), data, seed=0)
-                gap, scale = eq9_gap(model, data)
-                rows.append({"pages": "examples", "dataset": f"Table 1, Y{output}",
-                             "forest": _spec(k, TREES[quick]), "seed": 0, "max_gap": gap,
-                             "largest_mdi": scale})
-        data = load_dataset("friedman1", seed=0)
-        for forest in ("extra_trees", "random_forest"):
-            spec = _spec(1, TREES[quick], forest)
-            gap, scale = eq9_gap(fit_model(spec, data, seed=0), data)
-            rows.append({"pages": "examples (regression)", "dataset": "friedman1",
-                         "forest": spec, "seed": 0, "max_gap": gap, "largest_mdi": scale})
+        for forest in forests:
+            context.say(f"{self.name}: Eq. 9, {forest.pages}: {forest.dataset}, "
+                        f"{forest.forest}, seed {forest.seed}")
+            rows.append(eq9_row(forest))
         table = pd.DataFrame(rows)
-        worst = table.loc[table["max_gap"].idxmax()]
-        holds = bool((table["max_gap"] <= 1e-9 * np.maximum(1.0, table["largest_mdi"])).all())
-        claims = [{"result": "sutera.eq9",
-                   "label": f"Eq. 9: mean local MDI over the learning set = global MDI, on "
-                            f"each of {len(table)} forests",
-                   "holds": holds,
-                   "measured": f"largest max |gap| {worst['max_gap']:.1e} "
-                               f"({worst['dataset']}, {worst['forest']}, seed {worst['seed']})"}]
-        notes = ["Eq. 9 per forest: " + "; ".join(
-            f"{r.dataset} {parse_spec(r.forest)[0]} K={parse_spec(r.forest)[1]['max_features'][0]}"
-            f" seed {r.seed}: {r.max_gap:.1e}" for r in table.itertuples()) + "."]
-        return {"claims": claims, "notes": notes, "table": table}
+        return {"claims": self._eq9_claims(table), "notes": self._eq9_notes(table),
+                "table": table}
+
+    @staticmethod
+    def _eq9_claims(table: pd.DataFrame) -> list[dict]:
+        """Eq. 9 per tree with in-bag weights on every forest; the plain mean on the forests
+        without bootstrap (where every in-bag count is 1); the reference against the kernel."""
+        bound = 1e-9 * np.maximum(1.0, table["largest_mdi"])
+        plain = table[~table["bootstrap"]]
+
+        def item(label: str, column: str, rows: pd.DataFrame) -> dict:
+            worst = rows.loc[rows[column].idxmax()]
+            return {"result": "sutera.eq9", "label": label,
+                    "holds": bool((rows[column] <= bound[rows.index]).all()),
+                    "measured": f"largest max |gap| {worst[column]:.1e} ({worst['pages']}: "
+                                f"{worst['dataset']}, {worst['forest']}, seed {worst['seed']})"}
+
+        n_boot = int(table["bootstrap"].sum())
+        return [
+            item(f"Eq. 9 per tree on the tree's learning sample (in-bag counts as weights): "
+                 f"mean over trees of the weighted mean of local MDI = global MDI, on each "
+                 f"of {len(table)} forests ({n_boot} with bootstrap)", "weighted_gap", table),
+            item(f"Eq. 9 as the plain mean over the learning set of the forest's local MDI "
+                 f"(kernel), on each of the {len(plain)} forests without bootstrap",
+                 "unweighted_gap", plain),
+            item("the per-tree NumPy reference with unit in-bag weights = the compiled "
+                 "kernel's local MDI averaged over the learning set, every forest",
+                 "kernel_gap", table)]
+
+    @staticmethod
+    def _eq9_notes(table: pd.DataFrame) -> list[str]:
+        boot = table[table["bootstrap"]]
+        by_page = boot.groupby("pages")["unweighted_gap"].agg(["min", "max"])
+        relative = (boot["unweighted_gap"] / boot["largest_mdi"]).agg(["min", "max"])
+        notes = [
+            f"Eq. 9 on {len(table)} forests of {table['pages'].nunique()} page groups; per "
+            f"forest (weighted gap: the identity; unweighted gap: the plain mean; the "
+            f"reference-vs-kernel gap): [{CSV_NAME}]({CSV_NAME}).",
+            f"Bootstrap forests ({len(boot)}): the plain mean over the training rows of the "
+            f"forest's local MDI misses the global MDI by " + "; ".join(
+                f"{page} {row['min']:.1e}–{row['max']:.1e}" for page, row in by_page.iterrows())
+            + f" (impurity units; {relative['min']:.1e}–{relative['max']:.1e} of the largest "
+            "MDI), because each tree's impurities are those of its in-bag sample: a number, "
+            "not judged as the identity.",
+            "Eq. 9 not computed (no scikit-learn tree to take local MDI of): " + "; ".join(
+                f"{page}: {why}" for page, why in _eq9_gallery.NOT_FORESTS.items()) + "."]
+        return notes
 
     # ---------------------------------------------------------------- figure
     def _figure(self, example1: dict, appendix_f: dict, context: TargetContext):

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pandas as pd
 import pytest
+from sklearn.ensemble import RandomForestRegressor
 
 from harness.api import load_dataset
+from harness.core.errors import BadInputError
 from harness.forest.models import fit_model
+from harness.forest.view import forest_view
 from harness.oracle.local_mdi import example2_table
+from harness.reports.targets._eq9 import eq9_gaps, per_tree_weighted_local
 from harness.reports.targets.published import by_target
 from harness.reports.targets.sutera2021_examples import eq9_gap, table_dataset
 from harness.reports.targets.verdict import REPRODUCED, WITHIN_MC
@@ -82,3 +88,69 @@ def test_eq9_on_a_population_uses_its_weights():
     spec = "extra_trees[n_estimators=10,max_features=1,criterion=entropy,bootstrap=false]"
     gap, scale = eq9_gap(fit_model(spec, data, seed=1), data)
     assert scale > 0.05 and gap < 1e-12
+
+
+def _sklearn_tree_local_mdi(tree, X) -> np.ndarray:
+    """Local MDI of one scikit-learn tree (Eq. 8) from its own ``decision_path`` and node
+    impurities: the oracle the NumPy reference of the page is checked against."""
+    inner = tree.tree_
+    path = tree.decision_path(X.astype(np.float32)).toarray().astype(bool)
+    parent = np.full(inner.node_count, -1)
+    internal = np.flatnonzero(inner.children_left >= 0)
+    parent[inner.children_left[internal]] = internal
+    parent[inner.children_right[internal]] = internal
+    local = np.zeros((len(X), X.shape[1]))
+    for node in np.flatnonzero(parent >= 0):
+        up = parent[node]
+        local[path[:, node], inner.feature[up]] += inner.impurity[up] - inner.impurity[node]
+    return local
+
+
+@pytest.mark.parametrize("max_samples", [None, 0.5])
+def test_weighted_eq9_holds_on_a_bootstrap_forest_and_the_plain_mean_does_not(max_samples):
+    """Each bootstrap tree's impurities are those of its in-bag sample: Eq. 9 holds per tree
+    with the in-bag counts as weights (against scikit-learn's own per-tree MDI and its own
+    decision paths), and the plain mean over the training rows misses it."""
+    data = load_dataset("friedman1", seed=0, n_samples=300)
+    model = RandomForestRegressor(n_estimators=15, max_features=0.5, max_samples=max_samples,
+                                  random_state=0).fit(data.X, data.y)
+    view = forest_view(model)
+    per_tree = per_tree_weighted_local(view.packed, view.apply(data.X),
+                                       view.inbag.counts.astype(float))
+    for t, (tree, drawn) in enumerate(zip(model.estimators_, model.estimators_samples_,
+                                          strict=True)):
+        counts = np.bincount(drawn, minlength=len(data.X))
+        oracle = counts @ _sklearn_tree_local_mdi(tree, data.X) / counts.sum()
+        mdi = tree.tree_.compute_feature_importances(normalize=False)
+        np.testing.assert_allclose(oracle, mdi, rtol=0, atol=1e-12)  # Eq. 9, one tree
+        np.testing.assert_allclose(per_tree[t], oracle, rtol=0, atol=1e-12)
+    gaps = eq9_gaps(model, data.X, data.y)
+    assert gaps.scale > 1.0
+    assert gaps.weighted < 1e-12 and gaps.kernel < 1e-12
+    assert gaps.unweighted > 1e-3 * gaps.scale  # not an identity with bootstrap
+
+
+def test_eq9_gaps_on_a_population_and_a_refused_weighted_bootstrap():
+    data = table_dataset("table2", *example2_table())
+    spec = "extra_trees[n_estimators=10,max_features=1,criterion=entropy,bootstrap=false]"
+    model = fit_model(spec, data, seed=1)
+    gaps = eq9_gaps(model, data.X, data.y, data.sample_weight)
+    assert gaps.scale > 0.05 and max(gaps.weighted, gaps.unweighted, gaps.kernel) < 1e-12
+    # equal row weights instead of the probabilities miss Eq. 9 (x = 0 weighted 2/3)
+    assert eq9_gaps(model, data.X, data.y).weighted > 1e-3
+    boot = fit_model(spec.replace("bootstrap=false", "bootstrap=true"), data, seed=1)
+    with pytest.raises(BadInputError, match="sample weights"):
+        eq9_gaps(boot, data.X, data.y, data.sample_weight)
+
+
+def test_eq9_table_covers_the_gallery_forests(gallery):
+    table = pd.read_csv(gallery / f"{NAME}-eq9.csv")
+    pages = " ".join(table["pages"])
+    for page in ("louppe2013-led", "louppe2013-theorems", "geurts-masking", "geurts-xor",
+                 "geurts2016-srs", "scornet-mdi-bias", "scornet-mda", "benard2022-sobol-mda",
+                 "benard2022-shaff", "sutera2021"):
+        assert page in pages, page
+    assert table["bootstrap"].any() and (~table["bootstrap"]).any()
+    bound = 1e-9 * np.maximum(1.0, table["largest_mdi"])
+    assert (table["weighted_gap"] <= bound).all() and (table["kernel_gap"] <= bound).all()
+    assert (table.loc[table["bootstrap"], "unweighted_gap"] > 1e-6).all()
