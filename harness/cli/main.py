@@ -12,6 +12,7 @@ import argparse
 import json
 import math
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -211,6 +212,7 @@ class _Progress:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.bar = None
+        self.drawn = -float("inf")  # when the bar was last redrawn for a postfix
 
     def __call__(self, kind: str, payload) -> None:
         if not self.enabled:
@@ -219,17 +221,27 @@ class _Progress:
 
         if kind == "total":
             total, reused = payload
+            # a log file (not a terminal) gets a line every 10 s, not every update
             self.bar = tqdm(total=total, initial=reused, unit="cell", file=sys.stderr,
-                            dynamic_ncols=True)
+                            dynamic_ncols=True, mininterval=0.1 if sys.stderr.isatty() else 10)
         elif kind == "stage" and self.bar is not None:
             self.bar.set_description_str(payload[:60])
         elif kind == "cell" and self.bar is not None:
             cell, status = payload
             self.bar.update(1)
-            self.bar.set_postfix_str(f"{cell.method!r}: {status}"[:50])
+            self._postfix(f"{cell.method!r}: {status}")
         elif kind == "progress" and self.bar is not None:
             cell, fraction = payload
-            self.bar.set_postfix_str(f"{cell.method!r}: {fraction:.0%}"[:50])
+            self._postfix(f"{cell.method!r}: {fraction:.0%}")
+
+    def _postfix(self, text: str) -> None:
+        """Show ``text`` after the bar, redrawn at most every ``mininterval`` seconds (a
+        cell's progress comes many times a second)."""
+        self.bar.set_postfix_str(text[:50], refresh=False)
+        now = time.monotonic()
+        if now - self.drawn >= self.bar.mininterval:
+            self.bar.refresh()
+            self.drawn = now
 
     def close(self) -> None:
         if self.bar is not None:

@@ -117,3 +117,22 @@ def test_tiny_compare_writes_table_csvs_figures_and_index(tmp_path):
     rerun = _run("compare", "--config", str(config), "--out", str(out), "--no-progress",
                  cwd=tmp_path)
     assert "cells: 8 total, 8 done (8 reused)" in rerun.stdout
+
+
+def test_progress_into_a_log_file_is_not_redrawn_for_every_update(capsys):
+    """A cell's progress comes many times a second; a bar written to a file (not a terminal)
+    is redrawn at most every 10 s, so 500 updates in a moment draw the bar a few times."""
+    from types import SimpleNamespace
+
+    from harness.cli.main import _Progress
+
+    progress = _Progress(enabled=True)
+    progress("total", (3, 0))
+    cell = SimpleNamespace(method="loco")
+    for step in range(500):
+        progress("progress", (cell, step / 500))
+    progress("cell", (cell, "done"))
+    progress.close()
+    err = capsys.readouterr().err
+    assert "3/3" not in err and "1/3" in err  # the last state is drawn when the bar closes
+    assert err.count("\r") <= 4, err.count("\r")
