@@ -36,54 +36,81 @@ import numpy as np
 from numba import njit, prange
 
 from harness.forest.packed import PackedForest, child
-from harness.kernels.reroute.projection import add_to_level_tables, node_hash, table_slot
+from harness.kernels.reroute.projection import (
+    add_to_level_tables,
+    deepest_shared_slot,
+    node_hash,
+)
+
+#: Interleaved groups of subsets of :func:`_projected_oob_predictions`, one parallel task
+#: each. A fixed number, never the number of threads, and every subset is computed on its
+#: own anyway, so the result is the same bit for bit on any number of threads; interleaved
+#: because the design lists its subsets by size, and the cost of a subset depends on its size.
+SUBSET_GROUPS = 64
 
 
 @njit(cache=True)
-def _leaf_hashes(left, right, start, size):
-    """Per node of one tree, the sum of the 64-bit hashes of the leaves below it."""
-    total = np.zeros(size, dtype=np.uint64)
-    for node in range(size - 1, -1, -1):
-        if left[start + node] == -1:
-            total[node] = node_hash(start + node)
-        else:
-            total[node] = total[left[start + node]] + total[right[start + node]]
-    return total
+def descent_tables(left, right, offsets):
+    """What every projection of the forest reads, per packed node: once per forest, as none
+    of it depends on the subset (children come after their parent in the arrays).
+
+    Returns
+    -------
+    hashes : ndarray of uint64 (n_nodes,)
+        :func:`~harness.kernels.reroute.projection.node_hash` of the node.
+    leaf_sums : ndarray of uint64 (n_nodes,)
+        Sum of the hashes of the leaves below the node (its own for a leaf): the key of a
+        subtree reached whole.
+    depth : ndarray of int64 (n_nodes,)
+        Depth of the node in its tree.
+    tree_depth : ndarray of int64 (n_trees,)
+        Depth of each tree's deepest node.
+    """
+    n_trees = offsets.size - 1
+    n_nodes = offsets[n_trees]
+    hashes = np.empty(n_nodes, dtype=np.uint64)
+    leaf_sums = np.empty(n_nodes, dtype=np.uint64)
+    depth = np.zeros(n_nodes, dtype=np.int64)
+    tree_depth = np.zeros(n_trees, dtype=np.int64)
+    for t in range(n_trees):
+        start = offsets[t]
+        for at in range(start, offsets[t + 1]):
+            hashes[at] = node_hash(at)
+            tree_depth[t] = max(tree_depth[t], depth[at])
+            if left[at] != -1:
+                depth[start + left[at]] = depth[at] + 1
+                depth[start + right[at]] = depth[at] + 1
+        for at in range(offsets[t + 1] - 1, start - 1, -1):
+            if left[at] == -1:
+                leaf_sums[at] = hashes[at]
+            else:
+                leaf_sums[at] = leaf_sums[start + left[at]] + leaf_sums[start + right[at]]
+    return hashes, leaf_sums, depth, tree_depth
 
 
 @njit(cache=True)
-def _depths(left, right, start, size):
-    """Per node of one tree, its depth (children come after their parent in the arrays)."""
-    depth = np.zeros(size, dtype=np.int64)
-    for node in range(size):
-        if left[start + node] != -1:
-            depth[left[start + node]] = depth[node] + 1
-            depth[right[start + node]] = depth[node] + 1
-    return depth
-
-
-@njit(cache=True)
-def _kept_below(left, right, feature, start, size, keep):
-    """Per node, whether a split on a kept variable lies in its subtree (itself included)."""
-    below = np.zeros(size, dtype=np.bool_)
+def _mark_kept_below(left, right, feature, start, size, keep, below):
+    """Write into ``below[:size]``, per node of the tree at ``start``, whether a split on a
+    kept variable lies in its subtree (itself included)."""
     for node in range(size - 1, -1, -1):
         at = start + node
-        if left[at] != -1:
-            below[node] = keep[feature[at]] or below[left[at]] or below[right[at]]
-    return below
+        below[node] = left[at] != -1 and (keep[feature[at]] or below[left[at]]
+                                          or below[right[at]])
 
 
 @njit(cache=True)
-def _level_keys(left, right, feature, threshold, missing, start, X32, row, keep, below, hashes,
-                depth, stack, internal, terminal, keys):
-    """Keys of ``row``'s projected descent, level by level, into ``keys``; returns their number.
+def _kept_level_keys(left, right, feature, threshold, missing, start, X32, row, keep, below,
+                     hashes, leaf_sums, depth, n_depths, stack, internal, terminal, keys):
+    """Keys of ``row``'s descent with only the splits on kept variables (``keep``) applied,
+    level by level, into ``keys``; returns their number.
 
     ``keys[d]`` hashes the nodes reached at depth d with the terminal nodes (leaves, or
     subtrees without a kept split) reached above; the last key is the set of reached terminal
-    nodes, the row's projected cell.
+    nodes, the row's projected cell. ``below`` is indexed by the tree's local node ids, the
+    :func:`descent_tables` by packed ids; the tree has ``n_depths`` depths.
     """
-    internal[:] = 0
-    terminal[:] = 0
+    internal[:n_depths] = 0
+    terminal[:n_depths] = 0
     stack[0] = 0
     size = 1
     deepest = -1
@@ -91,11 +118,11 @@ def _level_keys(left, right, feature, threshold, missing, start, X32, row, keep,
         size -= 1
         node = stack[size]
         at = start + node
-        d = depth[node]
-        if left[at] == -1 or not below[node]:
-            terminal[d] += hashes[node]
+        d = depth[at]
+        if not below[node]:  # a leaf, or a subtree without a kept split: reached whole
+            terminal[d] += leaf_sums[at]
             continue
-        internal[d] += node_hash(at)
+        internal[d] += hashes[at]
         deepest = max(deepest, d)
         if keep[feature[at]]:
             stack[size] = child(left, right, feature, threshold, missing, start, node, X32, row)
@@ -114,7 +141,8 @@ def _level_keys(left, right, feature, threshold, missing, start, X32, row, keep,
 
 @njit(parallel=True, cache=True)
 def _projected_oob_predictions(left, right, feature, threshold, missing, offsets, max_depth,
-                               X32, counts, targets, keep):
+                               X32, counts, targets, keep, hashes, leaf_sums, depth,
+                               tree_depth, n_groups):
     """Sum over each row's out-of-bag trees of the projected tree outputs, per subset.
 
     Parameters
@@ -127,6 +155,10 @@ def _projected_oob_predictions(left, right, feature, threshold, missing, offsets
         y as a column, or the one-hot classes.
     keep : ndarray of bool, shape (n_subsets, p)
         The kept variables U of each subset.
+    hashes, leaf_sums, depth, tree_depth : ndarray
+        The forest's :func:`descent_tables`.
+    n_groups : int
+        Interleaved groups of subsets, one parallel task each, with buffers of their own.
 
     Returns
     -------
@@ -149,7 +181,8 @@ def _projected_oob_predictions(left, right, feature, threshold, missing, offsets
     while capacity < 2 * n * (max_depth + 2):  # every in-bag row inserts a key per level
         capacity *= 2
     mask = capacity - 1
-    for s in prange(n_subsets):
+    for g in prange(n_groups):
+        below = np.empty(largest, dtype=np.bool_)
         stack = np.empty(largest + 2, dtype=np.int64)
         internal = np.empty(max_depth + 2, dtype=np.uint64)
         terminal = np.empty(max_depth + 2, dtype=np.uint64)
@@ -158,36 +191,39 @@ def _projected_oob_predictions(left, right, feature, threshold, missing, offsets
         stamps = np.zeros(capacity, dtype=np.int64)
         weights = np.empty(capacity)
         sums = np.empty((capacity, n_values))
-        for t in range(n_trees):
-            start = offsets[t]
-            size = offsets[t + 1] - start
-            hashes = _leaf_hashes(left, right, start, size)
-            below = _kept_below(left, right, feature, start, size, keep[s])
-            depth = _depths(left, right, start, size)
-            generation = t + 1
-            for i in range(n):
-                weight = counts[i, t]
-                if weight == 0:
-                    continue
-                n_levels = _level_keys(left, right, feature, threshold, missing, start, X32, i,
-                                       keep[s], below, hashes, depth, stack, internal,
-                                       terminal, keys)
-                add_to_level_tables(table_keys, stamps, weights, sums, generation, mask, keys,
-                                    n_levels, np.float64(weight), targets[i])
-            for i in range(n):
-                if counts[i, t] != 0:
-                    continue
-                n_levels = _level_keys(left, right, feature, threshold, missing, start, X32, i,
-                                       keep[s], below, hashes, depth, stack, internal,
-                                       terminal, keys)
-                for level in range(n_levels - 1, -1, -1):
-                    at = table_slot(table_keys, stamps, generation, keys[level], mask)
-                    if stamps[at] == generation:
-                        for k in range(n_values):
-                            total[s, i, k] += sums[at, k] / weights[at]
-                        if level < n_levels - 1:
-                            n_walked_up[s] += 1
-                        break
+        generation = 0
+        for s in range(g, n_subsets, n_groups):
+            for t in range(n_trees):
+                start = offsets[t]
+                size = offsets[t + 1] - start
+                n_depths = tree_depth[t] + 1
+                _mark_kept_below(left, right, feature, start, size, keep[s], below)
+                generation += 1  # a new table for every (subset, tree)
+                for i in range(n):
+                    weight = counts[i, t]
+                    if weight == 0:
+                        continue
+                    n_levels = _kept_level_keys(left, right, feature, threshold, missing, start,
+                                                X32, i, keep[s], below, hashes, leaf_sums,
+                                                depth, n_depths, stack, internal, terminal,
+                                                keys)
+                    add_to_level_tables(table_keys, stamps, weights, sums, generation, mask,
+                                        keys, n_levels, np.float64(weight), targets[i])
+                for i in range(n):
+                    if counts[i, t] != 0:
+                        continue
+                    n_levels = _kept_level_keys(left, right, feature, threshold, missing, start,
+                                                X32, i, keep[s], below, hashes, leaf_sums,
+                                                depth, n_depths, stack, internal, terminal,
+                                                keys)
+                    at, level = deepest_shared_slot(table_keys, stamps, generation, mask, keys,
+                                                    n_levels)
+                    if at == -1:  # only for a tree without in-bag rows
+                        continue
+                    for k in range(n_values):
+                        total[s, i, k] += sums[at, k] / weights[at]
+                    if level < n_levels - 1:
+                        n_walked_up[s] += 1
     return total, n_walked_up
 
 
@@ -196,6 +232,8 @@ def projected_oob_predictions(forest: PackedForest, X32: np.ndarray, counts: np.
                               keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sum over each row's out-of-bag trees of the projected tree outputs, per subset, for
     ``forest`` (a forest view's ``packed`` field); see :func:`_projected_oob_predictions`."""
+    tables = descent_tables(forest.left, forest.right, forest.offsets)
     return _projected_oob_predictions(forest.left, forest.right, forest.feature,
                                       forest.threshold, forest.missing_left, forest.offsets,
-                                      forest.max_depth, X32, counts, targets, keep)
+                                      forest.max_depth, X32, counts, targets, keep, *tables,
+                                      int(max(1, min(SUBSET_GROUPS, keep.shape[0]))))
