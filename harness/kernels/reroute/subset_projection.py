@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from harness.forest.packed import PackedForest, child
+from harness.forest.packed import PackedForest, goes_left
 from harness.kernels.reroute.projection import (
     add_to_level_tables,
     deepest_shared_slot,
@@ -99,43 +99,95 @@ def _mark_kept_below(left, right, feature, start, size, keep, below):
 
 
 @njit(cache=True)
-def _kept_level_keys(left, right, feature, threshold, missing, start, X32, row, keep, below,
-                     hashes, leaf_sums, depth, n_depths, stack, internal, terminal, keys):
-    """Keys of ``row``'s descent with only the splits on kept variables (``keep``) applied,
-    level by level, into ``keys``; returns their number.
+def _kept_descents(left, right, feature, threshold, missing, start, X32, keep, below, hashes,
+                   leaf_sums, depth, n_depths, internal, terminal, deepest, segments, stack_node,
+                   stack_first, stack_count, stack_mark):
+    """Descend every row of ``X32`` at once through the tree at ``start``, applying only the
+    splits on kept variables (``keep``); write what its level keys are made of.
 
-    ``keys[d]`` hashes the nodes reached at depth d with the terminal nodes (leaves, or
-    subtrees without a kept split) reached above; the last key is the set of reached terminal
-    nodes, the row's projected cell. ``below`` is indexed by the tree's local node ids, the
-    :func:`descent_tables` by packed ids; the tree has ``n_depths`` depths.
+    Row r's key at level d (:func:`_row_level_keys`) hashes the nodes it reaches at depth d
+    with the terminal nodes (leaves, or subtrees without a kept split: ``below`` is false)
+    it reaches above. ``internal[d, r]`` receives the sum of the hashes of the non-terminal
+    nodes r reaches at depth d, ``terminal[d, r]`` the sum of the leaf hashes of the terminal
+    nodes it reaches at depth d, ``deepest[r]`` the depth of its deepest non-terminal node.
+
+    All rows at once, not one descent per row: a node's rows are a segment of ``segments``, a
+    split on a dropped variable passes the same segment to both children, and a kept split
+    partitions it into a new segment. The work per (node, row) is then a few array updates
+    in a loop of the node instead of a branch of a row's own walk (5 times faster at
+    p = 200). A segment lives until its node's subtree is done (``stack_mark``): the live
+    segments are those of a path's kept splits, at most ``n (max_depth + 2)`` entries.
+    ``below`` is indexed by the tree's local node ids, the :func:`descent_tables` (``hashes``,
+    ``leaf_sums``, ``depth``) by packed ids; the tree has ``n_depths`` depths.
     """
+    n = X32.shape[0]
     internal[:n_depths] = 0
     terminal[:n_depths] = 0
-    stack[0] = 0
-    size = 1
-    deepest = -1
-    while size > 0:
-        size -= 1
-        node = stack[size]
+    deepest[:] = -1
+    for r in range(n):
+        segments[r] = r
+    stack_node[0] = 0
+    stack_first[0] = 0
+    stack_count[0] = n
+    stack_mark[0] = n
+    top = 1
+    while top > 0:
+        top -= 1
+        node = stack_node[top]
+        first = stack_first[top]
+        count = stack_count[top]
+        used = stack_mark[top]  # segments past this are of subtrees already done
         at = start + node
         d = depth[at]
-        if not below[node]:  # a leaf, or a subtree without a kept split: reached whole
-            terminal[d] += leaf_sums[at]
+        if not below[node]:  # reached whole: its leaves at every level from d on
+            value = leaf_sums[at]
+            for q in range(first, first + count):
+                terminal[d, segments[q]] += value
             continue
-        internal[d] += hashes[at]
-        deepest = max(deepest, d)
+        value = hashes[at]
+        for q in range(first, first + count):
+            r = segments[q]
+            internal[d, r] += value
+            deepest[r] = max(deepest[r], d)
         if keep[feature[at]]:
-            stack[size] = child(left, right, feature, threshold, missing, start, node, X32, row)
-            size += 1
+            # partition into [used, low) (left) and [low, used + count) (right)
+            column = feature[at]
+            cut = threshold[at]
+            low = used
+            high = used + count - 1
+            for q in range(first, first + count):
+                r = segments[q]
+                segments[low] = r
+                segments[high] = r
+                if goes_left(np.float64(X32[r, column]), cut, missing, at):
+                    low += 1
+                else:
+                    high -= 1
+            stack_node[top], stack_first[top] = right[at], low
+            stack_count[top], stack_mark[top] = used + count - low, used + count
+            stack_node[top + 1], stack_first[top + 1] = left[at], used
+            stack_count[top + 1], stack_mark[top + 1] = low - used, used + count
         else:
-            stack[size] = left[at]
-            stack[size + 1] = right[at]
-            size += 2
-    n_levels = deepest + 2
+            stack_node[top], stack_first[top] = right[at], first
+            stack_count[top], stack_mark[top] = count, used
+            stack_node[top + 1], stack_first[top + 1] = left[at], first
+            stack_count[top + 1], stack_mark[top + 1] = count, used
+        top += 2
+
+
+@njit(cache=True)
+def _row_level_keys(internal, terminal, deepest, row, keys):
+    """Keys of ``row``'s projected descent level by level (from :func:`_kept_descents`) into
+    ``keys``; returns their number.
+
+    ``keys[d]`` hashes the nodes reached at depth d with the terminal nodes reached above;
+    the last key is the set of reached terminal nodes, the row's projected cell.
+    """
+    n_levels = deepest[row] + 2
     above = np.uint64(0)
     for d in range(n_levels):
-        above += terminal[d]
-        keys[d] = internal[d] + above
+        above += terminal[d, row]
+        keys[d] = internal[d, row] + above
     return n_levels
 
 
@@ -183,9 +235,14 @@ def _projected_oob_predictions(left, right, feature, threshold, missing, offsets
     mask = capacity - 1
     for g in prange(n_groups):
         below = np.empty(largest, dtype=np.bool_)
-        stack = np.empty(largest + 2, dtype=np.int64)
-        internal = np.empty(max_depth + 2, dtype=np.uint64)
-        terminal = np.empty(max_depth + 2, dtype=np.uint64)
+        internal = np.empty((max_depth + 2, n), dtype=np.uint64)
+        terminal = np.empty((max_depth + 2, n), dtype=np.uint64)
+        deepest = np.empty(n, dtype=np.int64)
+        segments = np.empty(n * (max_depth + 2), dtype=np.int64)
+        stack_node = np.empty(largest + 1, dtype=np.int64)
+        stack_first = np.empty(largest + 1, dtype=np.int64)
+        stack_count = np.empty(largest + 1, dtype=np.int64)
+        stack_mark = np.empty(largest + 1, dtype=np.int64)
         keys = np.empty(max_depth + 2, dtype=np.uint64)
         table_keys = np.empty(capacity, dtype=np.uint64)
         stamps = np.zeros(capacity, dtype=np.int64)
@@ -195,27 +252,24 @@ def _projected_oob_predictions(left, right, feature, threshold, missing, offsets
         for s in range(g, n_subsets, n_groups):
             for t in range(n_trees):
                 start = offsets[t]
-                size = offsets[t + 1] - start
-                n_depths = tree_depth[t] + 1
-                _mark_kept_below(left, right, feature, start, size, keep[s], below)
+                _mark_kept_below(left, right, feature, start, offsets[t + 1] - start, keep[s],
+                                 below)
+                _kept_descents(left, right, feature, threshold, missing, start, X32, keep[s],
+                               below, hashes, leaf_sums, depth, tree_depth[t] + 1, internal,
+                               terminal, deepest, segments, stack_node, stack_first,
+                               stack_count, stack_mark)
                 generation += 1  # a new table for every (subset, tree)
-                for i in range(n):
+                for i in range(n):  # in row order: the cells' sums are added in that order
                     weight = counts[i, t]
                     if weight == 0:
                         continue
-                    n_levels = _kept_level_keys(left, right, feature, threshold, missing, start,
-                                                X32, i, keep[s], below, hashes, leaf_sums,
-                                                depth, n_depths, stack, internal, terminal,
-                                                keys)
+                    n_levels = _row_level_keys(internal, terminal, deepest, i, keys)
                     add_to_level_tables(table_keys, stamps, weights, sums, generation, mask,
                                         keys, n_levels, np.float64(weight), targets[i])
                 for i in range(n):
                     if counts[i, t] != 0:
                         continue
-                    n_levels = _kept_level_keys(left, right, feature, threshold, missing, start,
-                                                X32, i, keep[s], below, hashes, leaf_sums,
-                                                depth, n_depths, stack, internal, terminal,
-                                                keys)
+                    n_levels = _row_level_keys(internal, terminal, deepest, i, keys)
                     at, level = deepest_shared_slot(table_keys, stamps, generation, mask, keys,
                                                     n_levels)
                     if at == -1:  # only for a tree without in-bag rows
