@@ -43,8 +43,9 @@ def node_hash(node):
 
 
 @njit(cache=True)
-def _level_keys(left, right, feature, threshold, missing, start, X32, row, u, j, cur, nxt, keys):
-    """Keys of ``row``'s projected descent from ``u`` along ``j``.
+def _dropped_level_keys(left, right, feature, threshold, missing, start, X32, row, u, j, cur,
+                        nxt, keys):
+    """Keys of ``row``'s descent from ``u`` with the splits on ``j`` dropped (Sobol-MDA).
 
     Writes the key of every level whose frontier is not empty into ``keys`` (level 0 is
     ``{u}``; the last one is the set of reached leaves) and returns how many there are.
@@ -109,6 +110,23 @@ def add_to_level_tables(table_keys, table_stamp, table_weight, table_sum, genera
 
 
 @njit(cache=True)
+def deepest_shared_slot(table_keys, table_stamp, generation, mask, keys, n_levels):
+    """``(slot, level)`` of the deepest of the first ``n_levels`` descent levels (``keys``)
+    that some in-bag row shares (stamped with ``generation``), or ``(-1, -1)`` when none is.
+
+    The reference rule for an empty projected cell (module docstring). Keys are nested (an
+    in-bag row sharing level d shares every level above), so the shared levels are 0..m and
+    the scan from the deepest level stops at m: one probe when the cell itself is shared,
+    the usual case.
+    """
+    for level in range(n_levels - 1, -1, -1):
+        at = table_slot(table_keys, table_stamp, generation, keys[level], mask)
+        if table_stamp[at] == generation:
+            return at, level
+    return -1, -1
+
+
+@njit(cache=True)
 def _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
                  counts, targets, first_tree, last_tree, first_feature, feature_step, shift):
     """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of
@@ -166,21 +184,17 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
             for k in in_order[in_bucket[j]:in_bucket[j + 1]]:
                 row = rows_in[in_row[k]]
                 weight = np.float64(counts[row, t])
-                n_levels = _level_keys(left, right, feature, threshold, missing, start, X32, row,
-                                       in_node[k], j, cur, nxt, keys)
+                n_levels = _dropped_level_keys(left, right, feature, threshold, missing, start,
+                                               X32, row, in_node[k], j, cur, nxt, keys)
                 add_to_level_tables(table_keys, table_stamp, table_weight, table_sum,
                                     generation, mask, keys, n_levels, weight, targets[row])
             for k in out_order[out_bucket[j]:out_bucket[j + 1]]:
                 a = out_row[k]
                 row = rows_out[a]
-                n_levels = _level_keys(left, right, feature, threshold, missing, start, X32, row,
-                                       out_node[k], j, cur, nxt, keys)
-                chosen = -1
-                for level in range(n_levels):
-                    at = table_slot(table_keys, table_stamp, generation, keys[level], mask)
-                    if table_stamp[at] != generation:
-                        break
-                    chosen = at
+                n_levels = _dropped_level_keys(left, right, feature, threshold, missing, start,
+                                               X32, row, out_node[k], j, cur, nxt, keys)
+                chosen, _ = deepest_shared_slot(table_keys, table_stamp, generation, mask, keys,
+                                             n_levels)
                 leaf = start + out_leaf[a]
                 mass = table_weight[chosen]
                 for c in range(n_values):
