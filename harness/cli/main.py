@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--seeds", nargs="+", type=int, metavar="N",
                      help="distinct seeds in [0, 2**32 - 1] (default: 0)")
     cmp.add_argument("--out", help="run folder (default: runs/compare)")
-    cmp.add_argument("--jobs", type=int, help="cells run in parallel (default: number of CPUs)")
+    cmp.add_argument("--jobs", type=int,
+                     help="cells run in parallel (default: the cores this process may use)")
     cmp.add_argument("--timeout", type=float,
                      help="hard per-cell timeout in seconds, in (0, 1e6] (default: 600)")
     cmp.add_argument("--executor", choices=("process", "inprocess", "dask"),
@@ -106,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "(full-scale runs only)")
     rpr.add_argument("--store", type=Path, default=None,
                      help="where the targets' run stores live (default: runs/reproduce)")
-    rpr.add_argument("--jobs", type=int, help="cells run in parallel (default: number of CPUs)")
+    rpr.add_argument("--jobs", type=int,
+                     help="cells run in parallel (default: the cores this process may use)")
     rpr.add_argument("--no-progress", action="store_true", help="no progress lines")
     rep = commands.add_parser("report", help="rebuild the reports of a run folder")
     rep.add_argument("out", type=Path)
