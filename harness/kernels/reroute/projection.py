@@ -116,6 +116,11 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
     ``first_feature + feature_step``, ..., with buffers of their own."""
     n, p = X32.shape
     n_values = value.shape[1]
+    # a copy per group: each ``targets[row]`` below is a view that counts a reference on its
+    # array's one header, atomically, and from 2 threads at once on the caller's array that
+    # header's cache line went back and forth between the cores (once per in-bag row and
+    # feature on its path, per tree)
+    targets = targets.copy()
     largest = 1
     for t in range(first_tree, last_tree):
         largest = max(largest, offsets[t + 1] - offsets[t])
