@@ -149,6 +149,27 @@ def test_bench_on_two_threads_prints_the_speed_up_over_one(tmp_path, monkeypatch
         assert math.isclose(row["thread_speedup"], row["one_thread_seconds"] / row["seconds"],
                             rel_tol=1e-6)  # JSON keeps 10 digits
         assert (row["target_thread_speedup"] == 1.7) == (method != "local_mdi")
+        if bench.thread_cpu_seconds():  # Linux: the idle-core estimate is filled
+            assert row["cpu_thread_speedup"] > 0
+
+
+def test_the_idle_core_estimate_is_the_serial_thread_plus_the_busiest_worker():
+    """From per-thread CPU readings: on one thread the run's whole CPU time; on two, the
+    calling thread's (serial) plus the busiest other thread's; threads that appear between
+    the readings count from zero."""
+    import threading
+
+    from harness.bench import runner as bench
+
+    me = threading.get_native_id()
+    before = {me: 1.0, 7: 5.0, 8: 2.0}
+    after = {me: 1.5, 7: 7.0, 8: 3.5, 9: 0.25}
+    assert bench.cpu_bound_seconds(before, after, 1) == pytest.approx(0.5 + 2.0 + 1.5 + 0.25)
+    assert bench.cpu_bound_seconds(before, after, 2) == pytest.approx(0.5 + 2.0)
+    assert math.isnan(bench.cpu_bound_seconds({}, {}, 2))
+    readings = bench.thread_cpu_seconds()
+    if readings:  # Linux: this thread is among them
+        assert me in readings and readings[me] > 0
 
 
 def test_sobol_projections_split_by_features_equal_one_group(monkeypatch):
