@@ -29,7 +29,7 @@ def cover_fractions(forest: PackedForest) -> np.ndarray:
     # every tree at once (a loop over trees cost 10 ms serial on 500 trees): the first node
     # of each internal node's tree turns its local child ids into packed ones
     internal = np.flatnonzero(left >= 0)
-    start = np.repeat(offsets[:-1], np.diff(offsets))[internal]
+    start = offsets[np.searchsorted(offsets, internal, side="right") - 1]
     for children in (left[internal] + start, right[internal] + start):
         fraction[children] = cover[children] / cover[internal]
     return fraction
