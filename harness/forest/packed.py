@@ -117,10 +117,21 @@ def child(left, right, feature, threshold, missing_left, start, node, X32, row):
 
 @njit(cache=True)
 def leaf_of(left, right, feature, threshold, missing_left, start, X32, row):
-    """Local id of the leaf that ``row`` reaches in the tree starting at ``start``."""
+    """Local id of the leaf that ``row`` reaches in the tree starting at ``start``.
+
+    :func:`goes_left` written out (``x <= cut`` is false for NaN): with the helpers called,
+    numba counted references on the node arrays at every step (atomically, on headers that
+    all threads of a parallel kernel share), which it does not for this one loop.
+    """
     node = 0
-    while left[start + node] != -1:
-        node = child(left, right, feature, threshold, missing_left, start, node, X32, row)
+    at = start
+    while left[at] != -1:
+        x = np.float64(X32[row, feature[at]])
+        if x <= threshold[at] or (x != x and missing_left[at] != 0):
+            node = left[at]
+        else:
+            node = right[at]
+        at = start + node
     return node
 
 
