@@ -82,47 +82,39 @@ def _spread(left, right, feature, threshold, missing_left, value, directions, st
                 top += 1
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def marginal_tables(left, right, feature, threshold, missing_left, value, offsets, n_features,
                     directions, n_background):
     """Σ_b f_t(z_b) per tree (k = 0) and Σ_b f_t(x_j, z_b,~j) as step functions of x_j per
     tree and feature (k = 1), for the marginal walk.
 
     Returns ``(base, tables)``: ``base`` (n_trees, n_values) and ``tables`` in the layout of
-    :func:`singleton_tables`. Sums over the background rows, not means. The trees are tabled
-    in parallel, each into its own rows in an order of its own (the same bits on any number
-    of threads).
+    :func:`singleton_tables`. Sums over the background rows, not means.
     """
     n_trees = offsets.size - 1
-    cuts, cut_start, step_start = tree_cuts(left, feature, threshold, offsets, n_features)
+    p = n_features
+    cuts, cut_start, step_start = tree_cuts(left, feature, threshold, offsets, p)
     steps = np.zeros((step_start[-1], value.shape[1]))
     base = np.zeros((n_trees, value.shape[1]))
-    for t in prange(n_trees):
-        _tree_marginals(left, right, feature, threshold, missing_left, value, offsets,
-                        n_features, directions, n_background, t, cuts, cut_start, step_start,
-                        steps, base)
-    return base, (cuts, cut_start, steps, step_start)
-
-
-@njit(cache=True)
-def _tree_marginals(left, right, feature, threshold, missing_left, value, offsets, p,
-                    directions, n_background, t, cuts, cut_start, step_start, steps, base):
-    """Tree ``t``'s rows of :func:`marginal_tables`, with a stack of its own."""
-    largest = offsets[t + 1] - offsets[t] + 1
+    largest = 2
+    for t in range(n_trees):
+        largest = max(largest, offsets[t + 1] - offsets[t] + 1)
     stack = (np.empty(largest, dtype=np.int64), np.empty(largest, dtype=np.int64),
              np.empty(largest, dtype=np.int64), np.empty(largest, dtype=np.uint64),
              np.empty(largest, dtype=np.bool_))
     nothing = np.empty(0)
-    for word in range(directions.shape[1]):
-        _spread(left, right, feature, threshold, missing_left, value, directions,
-                offsets[t], word, n_background, -1, nothing, t, t, base, stack)
-        for j in range(p):
-            index = t * p + j
+    for t in range(n_trees):
+        for word in range(directions.shape[1]):
             _spread(left, right, feature, threshold, missing_left, value, directions,
-                    offsets[t], word, n_background, j,
-                    cuts[cut_start[index]:cut_start[index + 1]], step_start[index],
-                    step_start[index + 1] - 2, steps, stack)
-    integrate_steps(steps, step_start, t, p)
+                    offsets[t], word, n_background, -1, nothing, t, t, base, stack)
+            for j in range(p):
+                index = t * p + j
+                _spread(left, right, feature, threshold, missing_left, value, directions,
+                        offsets[t], word, n_background, j,
+                        cuts[cut_start[index]:cut_start[index + 1]], step_start[index],
+                        step_start[index + 1] - 2, steps, stack)
+        integrate_steps(steps, step_start, t, p)
+    return base, (cuts, cut_start, steps, step_start)
 
 
 def marginal_setup(forest: PackedForest, Z32: np.ndarray) -> tuple:

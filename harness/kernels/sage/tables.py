@@ -114,7 +114,7 @@ def singleton_tables(forest: PackedForest, fraction: np.ndarray) -> tuple:
                              forest.n_features)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _singleton_tables(left, right, feature, threshold, missing_left, value, fraction, offsets,
                       n_features):
     """E[f_t(X) | x_j] of every tree t and feature j as a step function of x_j (path-dependent).
@@ -127,81 +127,76 @@ def _singleton_tables(left, right, feature, threshold, missing_left, value, frac
     Returns ``(cuts, cut_start, steps, step_start)`` (layout of :func:`tree_cuts`); the
     values on the intervals and at NaN are ``steps[step_start[t * p + j]:...]``, shape
     (n_cuts + 2, n_values). Cost O(leaves x (depth + n_features)) per tree, once per
-    forest. The trees are tabled in parallel: each writes only its own rows of ``steps``,
-    in an order of its own, so the tables do not depend on the number of threads.
+    forest.
     """
     n_trees = offsets.size - 1
-    cuts, cut_start, step_start = tree_cuts(left, feature, threshold, offsets, n_features)
-    steps = np.zeros((step_start[-1], value.shape[1]))
-    for t in prange(n_trees):
-        _tree_singletons(left, right, feature, threshold, missing_left, value, fraction,
-                         offsets, n_features, t, cuts, cut_start, step_start, steps)
-    return cuts, cut_start, steps, step_start
-
-
-@njit(cache=True)
-def _tree_singletons(left, right, feature, threshold, missing_left, value, fraction, offsets,
-                     p, t, cuts, cut_start, step_start, steps):
-    """Tree ``t``'s step functions of :func:`_singleton_tables`, with buffers of its own."""
     n_values = value.shape[1]
-    start = offsets[t]
-    size = offsets[t + 1] - start
-    parent = np.empty(size, dtype=np.int64)
+    p = n_features
+    cuts, cut_start, step_start = tree_cuts(left, feature, threshold, offsets, p)
+    steps = np.zeros((step_start[-1], n_values))
+    largest = 1
+    for t in range(n_trees):
+        largest = max(largest, offsets[t + 1] - offsets[t])
+    parent = np.empty(largest, dtype=np.int64)
     product = np.empty(p)
     low = np.empty(p)
     high = np.empty(p)
     nan_in = np.empty(p, dtype=np.bool_)  # NaN in x_j reaches the leaf
     seen = np.full(p, -1, dtype=np.int64)
-    for node in range(size):
-        if left[start + node] != -1:
-            parent[left[start + node]] = node
-            parent[right[start + node]] = node
-    for leaf in range(size):
-        if left[start + leaf] != -1:
-            continue
-        weight = 1.0
-        node = leaf
-        while node != 0:
-            up = parent[node]
-            j = feature[start + up]
-            if seen[j] != leaf:
-                seen[j] = leaf
-                product[j] = 1.0
-                low[j] = -np.inf
-                high[j] = np.inf
-                nan_in[j] = True
-            cut = threshold[start + up]
-            went_left = node == left[start + up]
-            if went_left:
-                high[j] = min(high[j], cut)
-            else:
-                low[j] = max(low[j], cut)
-            nan_in[j] = nan_in[j] and went_left == (missing_left[start + up] != 0)
-            product[j] *= fraction[start + node]
-            weight *= fraction[start + node]
-            node = up
-        for j in range(p):
-            index = t * p + j
-            nan_row = step_start[index + 1] - 1
-            first, last = step_start[index], nan_row - 1
-            share = weight
-            nan_reaches = True
-            if seen[j] == leaf:
-                nan_reaches = nan_in[j]
-                share = weight / product[j]
-                table = cuts[cut_start[index]:cut_start[index + 1]]
-                if low[j] > -np.inf:
-                    first += np.searchsorted(table, low[j]) + 1
-                if high[j] < np.inf:
-                    last = step_start[index] + np.searchsorted(table, high[j])
-            for c in range(n_values):
-                if first <= last:
-                    steps[first, c] += share * value[start + leaf, c]
-                    if last + 1 < nan_row:
-                        steps[last + 1, c] -= share * value[start + leaf, c]
-                if nan_reaches:
-                    steps[nan_row, c] += share * value[start + leaf, c]
-    integrate_steps(steps, step_start, t, p)
+    for t in range(n_trees):
+        start = offsets[t]
+        for node in range(offsets[t + 1] - start):
+            if left[start + node] != -1:
+                parent[left[start + node]] = node
+                parent[right[start + node]] = node
+        for leaf in range(offsets[t + 1] - start):
+            if left[start + leaf] != -1:
+                continue
+            weight = 1.0
+            node = leaf
+            while node != 0:
+                up = parent[node]
+                j = feature[start + up]
+                if seen[j] != leaf:
+                    seen[j] = leaf
+                    product[j] = 1.0
+                    low[j] = -np.inf
+                    high[j] = np.inf
+                    nan_in[j] = True
+                cut = threshold[start + up]
+                went_left = node == left[start + up]
+                if went_left:
+                    high[j] = min(high[j], cut)
+                else:
+                    low[j] = max(low[j], cut)
+                nan_in[j] = nan_in[j] and went_left == (missing_left[start + up] != 0)
+                product[j] *= fraction[start + node]
+                weight *= fraction[start + node]
+                node = up
+            for j in range(p):
+                index = t * p + j
+                nan_row = step_start[index + 1] - 1
+                first, last = step_start[index], nan_row - 1
+                share = weight
+                nan_reaches = True
+                if seen[j] == leaf:
+                    nan_reaches = nan_in[j]
+                    share = weight / product[j]
+                    table = cuts[cut_start[index]:cut_start[index + 1]]
+                    if low[j] > -np.inf:
+                        first += np.searchsorted(table, low[j]) + 1
+                    if high[j] < np.inf:
+                        last = step_start[index] + np.searchsorted(table, high[j])
+                for c in range(n_values):
+                    if first <= last:
+                        steps[first, c] += share * value[start + leaf, c]
+                        if last + 1 < nan_row:
+                            steps[last + 1, c] -= share * value[start + leaf, c]
+                    if nan_reaches:
+                        steps[nan_row, c] += share * value[start + leaf, c]
+        integrate_steps(steps, step_start, t, p)
+        seen[:] = -1
+    return cuts, cut_start, steps, step_start
 
 
 @njit(cache=True)
