@@ -26,8 +26,10 @@ installed", "not run: <why>" for a release known to fail on the model, or "error
 ``reference_seconds``, ``reference_ratio_to_predict``, ``speedup`` (reference seconds /
 ours), ``target_speedup``, ``max_abs_diff``, ``max_diff_in_std``, ``note``, ``threads``
 (numba threads), ``one_thread_seconds``, ``thread_speedup`` (one thread's seconds over
-ours), ``target_thread_speedup`` and ``same_as_one_thread`` (the values and stds equal to
-the last bit; the four columns are filled only when the bench runs on more than one thread:
+ours), ``cpu_thread_speedup`` (the speed-up idle cores would give, estimated from per-thread
+CPU time: :func:`timed_beside_one_thread`), ``target_thread_speedup`` and
+``same_as_one_thread`` (the values and stds equal to the last bit; the five columns are
+filled only when the bench runs on more than one thread:
 each method is then also timed on one thread, runs alternating between the two counts so
 that both see the same load), ``peak_mib`` (the largest memory in use above the start of a
 run: numpy and numba arrays, traced by ``tracemalloc`` in one more run after the timed ones,
@@ -40,6 +42,8 @@ tracing does not slow its Python loops).
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -63,8 +67,8 @@ COLUMNS = ("case", "method", "n_rows", "seconds", "predict_seconds", "ratio_to_p
            "target_ratio", "reference", "reference_status", "reference_seconds",
            "reference_ratio_to_predict", "speedup", "target_speedup", "max_abs_diff",
            "max_diff_in_std", "note", "threads", "one_thread_seconds", "thread_speedup",
-           "target_thread_speedup", "same_as_one_thread", "peak_mib", "memory_ratio",
-           "target_memory_ratio", "meets_target")
+           "cpu_thread_speedup", "target_thread_speedup", "same_as_one_thread", "peak_mib",
+           "memory_ratio", "target_memory_ratio", "meets_target")
 
 
 def _digits() -> tuple[np.ndarray, np.ndarray]:
@@ -276,25 +280,70 @@ def timed(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return best, result
 
 
+def thread_cpu_seconds() -> dict[int, float]:
+    """CPU seconds run so far by each thread of this process, by native thread id, from
+    Linux's per-thread scheduler statistics (``/proc/self/task/<id>/schedstat``: time on a
+    CPU, in nanoseconds); empty where they cannot be read."""
+    seconds = {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return seconds
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/schedstat") as stats:
+                seconds[int(task)] = int(stats.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return seconds
+
+
+def cpu_bound_seconds(before: dict[int, float], after: dict[int, float],
+                      threads: int) -> float:
+    """Wall seconds that a run between two :func:`thread_cpu_seconds` readings would take on
+    idle cores: its CPU time on one thread, or, on more, the calling thread's (the serial
+    part: numba's work-queue layer leaves it asleep while the kernels' workers run) plus
+    the busiest other thread's (its parallel parts); NaN without per-thread figures."""
+    spent = {task: after[task] - before.get(task, 0.0) for task in after}
+    if not spent:
+        return NAN
+    if threads == 1:
+        return sum(spent.values())
+    serial = spent.pop(threading.get_native_id(), 0.0)
+    return serial + max(spent.values(), default=0.0)
+
+
 def timed_beside_one_thread(call: Callable[[], Any],
-                            repeat: int) -> tuple[float, Any, float, Any]:
+                            repeat: int) -> tuple[float, Any, float, Any, float]:
     """Best wall time and last result of ``call`` on numba's current number of threads and
     on one thread, runs alternating between the two (so that both see the same load on a
-    shared machine; one run each if a run is longer than ``LONG_RUN`` seconds)."""
+    shared machine; one run each if a run is longer than ``LONG_RUN`` seconds), and the
+    speed-up that idle cores would give, from per-thread CPU time (best of each count:
+    :func:`cpu_bound_seconds`; NaN unless numba runs its work-queue layer, whose calling
+    thread does no parallel work, or without per-thread figures). On a busy machine the
+    wall speed-up measures the other users' load; CPU time mostly does not."""
     threads = numba.get_num_threads()
     best, results = [float("inf"), float("inf")], [None, None]
+    cpu = [float("inf"), float("inf")]
     try:
         for _ in range(repeat):
             for k, count in enumerate((threads, 1)):
                 numba.set_num_threads(count)
+                before = thread_cpu_seconds()
                 start = time.perf_counter()
                 results[k] = call()
                 best[k] = min(best[k], time.perf_counter() - start)
+                cpu[k] = min(cpu[k], cpu_bound_seconds(before, thread_cpu_seconds(), count))
             if min(best) > LONG_RUN:
                 break
     finally:
         numba.set_num_threads(threads)
-    return best[0], results[0], best[1], results[1]
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel kernel has run
+        layer = None
+    cpu_speedup = cpu[1] / cpu[0] if layer == "workqueue" else NAN
+    return best[0], results[0], best[1], results[1], cpu_speedup
 
 
 def same_bits(a, b) -> bool:
@@ -450,8 +499,9 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
                 threads = numba.get_num_threads()
                 one_thread = one_result = None
                 if threads > 1:
-                    seconds, result, one_thread, one_result = timed_beside_one_thread(
-                        lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
+                    seconds, result, one_thread, one_result, cpu_speedup = \
+                        timed_beside_one_thread(lambda: explain(method, model, Xn, yn),  # noqa: B023
+                                                repeat)
                 else:
                     seconds, result = timed(lambda: explain(method, model, Xn, yn), repeat)  # noqa: B023
                 # memory from one more run: tracing slows every allocation, so it is not timed
@@ -468,10 +518,12 @@ def run_bench(cases: list[str] | None = None, methods: list[str] | None = None,
                         "target_speedup": case.speedup_targets.get(spec, NAN),
                         "max_abs_diff": NAN, "max_diff_in_std": NAN, "note": None,
                         "threads": threads, "one_thread_seconds": NAN, "thread_speedup": NAN,
-                        "target_thread_speedup": NAN, "same_as_one_thread": None,
+                        "cpu_thread_speedup": NAN, "target_thread_speedup": NAN,
+                        "same_as_one_thread": None,
                         "peak_mib": NAN, "memory_ratio": NAN, "target_memory_ratio": NAN}
                 if one_result is not None:
                     base.update(one_thread_seconds=one_thread, thread_speedup=one_thread / seconds,
+                                cpu_thread_speedup=cpu_speedup,
                                 target_thread_speedup=THREAD_TARGETS.get(method.name, NAN),
                                 same_as_one_thread=same_bits(result, one_result))
                 if traced:

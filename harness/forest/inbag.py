@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from harness.core.errors import BadInputError
-from harness.forest.packed import apply_packed, apply_tree
+from harness.forest.packed import apply_tree, packed_oob_output
 
 if TYPE_CHECKING:
     from harness.forest.view import ForestView
@@ -121,14 +121,8 @@ def oob_predictions(view: ForestView, X: np.ndarray) -> tuple[np.ndarray, np.nda
     many trees that mean is over. Rows with no out-of-bag tree get NaN. For training rows this
     equals scikit-learn's ``oob_decision_function_`` / ``oob_prediction_``.
     """
-    forest, inbag = view.packed, view.inbag
-    leaves = apply_packed(forest, view.rows(X))
-    total = np.zeros((X.shape[0], forest.n_values))
-    oob = inbag.oob
-    for t in range(forest.n_trees):
-        rows = np.flatnonzero(oob[:, t])
-        total[rows] += forest.value[forest.offsets[t] + leaves[rows, t]]
-    n_oob = oob.sum(axis=1)
+    # one compiled pass, parallel over rows, each row's OOB trees summed in order
+    total, n_oob = packed_oob_output(view.packed, view.rows(X), view.inbag.counts)
     with np.errstate(invalid="ignore", divide="ignore"):
         prediction = total / n_oob[:, None]
     return prediction, n_oob

@@ -15,9 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from harness.forest.flat import FlatTree, as_float32_rows  # noqa: F401 (re-exported)
+
+#: "every tree" for :func:`_forest_output` (a count matrix with no tree column)
+NO_COUNTS = np.zeros((0, 0), dtype=np.int32)
 
 
 @dataclass
@@ -114,21 +117,51 @@ def child(left, right, feature, threshold, missing_left, start, node, X32, row):
 
 @njit(cache=True)
 def leaf_of(left, right, feature, threshold, missing_left, start, X32, row):
-    """Local id of the leaf that ``row`` reaches in the tree starting at ``start``."""
+    """Local id of the leaf that ``row`` reaches in the tree starting at ``start``.
+
+    :func:`goes_left` written out (``x <= cut`` is false for NaN): with the helpers called,
+    numba counted references on the node arrays at every step (atomically, on headers that
+    all threads of a parallel kernel share), which it does not for this one loop.
+    """
     node = 0
-    while left[start + node] != -1:
-        node = child(left, right, feature, threshold, missing_left, start, node, X32, row)
+    at = start
+    while left[at] != -1:
+        x = np.float64(X32[row, feature[at]])
+        if x <= threshold[at] or (x != x and missing_left[at] != 0):
+            node = left[at]
+        else:
+            node = right[at]
+        at = start + node
     return node
 
 
+#: Row blocks of the parallel leaf lookups and forest outputs: at most ``ROW_BLOCKS`` blocks of
+#: at least ``BLOCK_ROWS`` rows. Few and large, since a block walks every tree and larger
+#: blocks find more of a tree's nodes in cache; 8 keep 2 threads balanced (4 each). From n
+#: alone, never from the number of threads: each row's sum runs over the trees in order
+#: whatever block and thread it falls in, so the results are the same bits on any number of
+#: threads (and the same as the serial tree-by-tree loop these kernels replace).
+ROW_BLOCKS, BLOCK_ROWS = 8, 32
+
+
 @njit(cache=True)
+def row_blocks(n):
+    """Number of row blocks of :data:`ROW_BLOCKS` for ``n`` rows (at least one)."""
+    return max(1, min(ROW_BLOCKS, (n + BLOCK_ROWS - 1) // BLOCK_ROWS))
+
+
+@njit(cache=True, parallel=True)
 def _apply(left, right, feature, threshold, missing_left, offsets, X32):
+    """Leaf of every row in every tree; row blocks in parallel, trees in order in a block."""
     n, n_trees = X32.shape[0], offsets.size - 1
     leaves = np.empty((n, n_trees), dtype=np.int64)
-    for t in range(n_trees):
-        for i in range(n):
-            leaves[i, t] = leaf_of(left, right, feature, threshold, missing_left, offsets[t],
-                                   X32, i)
+    n_blocks = row_blocks(n)
+    for b in prange(n_blocks):
+        first, last = b * n // n_blocks, (b + 1) * n // n_blocks
+        for t in range(n_trees):
+            for i in range(first, last):
+                leaves[i, t] = leaf_of(left, right, feature, threshold, missing_left,
+                                       offsets[t], X32, i)
     return leaves
 
 
@@ -154,21 +187,54 @@ def apply_packed(forest: PackedForest, X32: np.ndarray) -> np.ndarray:
                   forest.missing_left, forest.offsets, as_float32_rows(X32))
 
 
-@njit(cache=True)
-def _forest_output(left, right, feature, threshold, missing_left, value, offsets, X32):
-    n = X32.shape[0]
-    out = np.zeros((n, value.shape[1]))
-    for t in range(offsets.size - 1):
-        for i in range(n):
-            out[i] += value[offsets[t] + leaf_of(left, right, feature, threshold,
-                                                 missing_left, offsets[t], X32, i)]
-    return out / (offsets.size - 1)
+@njit(cache=True, parallel=True)
+def _forest_output(left, right, feature, threshold, missing_left, value, offsets, counts,
+                   X32):
+    """Sum over trees of the tree outputs of every row, in tree order, and how many trees
+    each sum is over: all of them, or (``counts`` with a column per tree) only those where
+    the row's count is 0, its out-of-bag trees; a tree not summed is not walked.
+
+    Row blocks in parallel (:func:`row_blocks`); each row adds its trees in order from 0.0,
+    as the serial tree-by-tree loop did, so the bits do not depend on the split.
+    """
+    n, n_trees = X32.shape[0], offsets.size - 1
+    every = counts.shape[1] == 0  # no counts given: every tree
+    total = np.zeros((n, value.shape[1]))
+    n_summed = np.zeros(n, dtype=np.int64)
+    n_blocks = row_blocks(n)
+    for b in prange(n_blocks):
+        first, last = b * n // n_blocks, (b + 1) * n // n_blocks
+        for t in range(n_trees):
+            for i in range(first, last):
+                if every or counts[i, t] == 0:
+                    at = offsets[t] + leaf_of(left, right, feature, threshold, missing_left,
+                                              offsets[t], X32, i)
+                    # element by element: a row view of the shared ``value`` would count
+                    # references on its one header from both threads
+                    for c in range(value.shape[1]):
+                        total[i, c] += value[at, c]
+                    n_summed[i] += 1
+    return total, n_summed
 
 
 def packed_output(forest: PackedForest, X32: np.ndarray) -> np.ndarray:
     """Mean over trees of the tree outputs of coded rows, (n, n_values): ``predict_proba`` /
     ``predict`` as a column, summed in tree order, without scikit-learn's per-tree Python
     loop."""
+    total, _ = _forest_output(forest.left, forest.right, forest.feature, forest.threshold,
+                              forest.missing_left, forest.value, forest.offsets, NO_COUNTS,
+                              as_float32_rows(X32))
+    return total / forest.n_trees
+
+
+def packed_oob_output(forest: PackedForest, X32: np.ndarray,
+                      counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sum over each coded row's out-of-bag trees (``counts[i, t] == 0``, the in-bag counts
+    (n, n_trees)) of the tree outputs, in tree order, (n, n_values), and the number of those
+    trees per row, (n,); in-bag trees are not walked."""
+    if counts.shape != (X32.shape[0], forest.n_trees):
+        raise ValueError(f"counts must have shape {(X32.shape[0], forest.n_trees)} (rows, "
+                         f"trees); got {counts.shape}.")
     return _forest_output(forest.left, forest.right, forest.feature, forest.threshold,
                           forest.missing_left, forest.value, forest.offsets,
-                          as_float32_rows(X32))
+                          np.ascontiguousarray(counts, dtype=np.int32), as_float32_rows(X32))

@@ -14,6 +14,7 @@ import math
 import numba
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import load_iris, make_friedman1
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
@@ -148,6 +149,27 @@ def test_bench_on_two_threads_prints_the_speed_up_over_one(tmp_path, monkeypatch
         assert math.isclose(row["thread_speedup"], row["one_thread_seconds"] / row["seconds"],
                             rel_tol=1e-6)  # JSON keeps 10 digits
         assert (row["target_thread_speedup"] == 1.7) == (method != "local_mdi")
+        if bench.thread_cpu_seconds():  # Linux: the idle-core estimate is filled
+            assert row["cpu_thread_speedup"] > 0
+
+
+def test_the_idle_core_estimate_is_the_serial_thread_plus_the_busiest_worker():
+    """From per-thread CPU readings: on one thread the run's whole CPU time; on two, the
+    calling thread's (serial) plus the busiest other thread's; threads that appear between
+    the readings count from zero."""
+    import threading
+
+    from harness.bench import runner as bench
+
+    me = threading.get_native_id()
+    before = {me: 1.0, 7: 5.0, 8: 2.0}
+    after = {me: 1.5, 7: 7.0, 8: 3.5, 9: 0.25}
+    assert bench.cpu_bound_seconds(before, after, 1) == pytest.approx(0.5 + 2.0 + 1.5 + 0.25)
+    assert bench.cpu_bound_seconds(before, after, 2) == pytest.approx(0.5 + 2.0)
+    assert math.isnan(bench.cpu_bound_seconds({}, {}, 2))
+    readings = bench.thread_cpu_seconds()
+    if readings:  # Linux: this thread is among them
+        assert me in readings and readings[me] > 0
 
 
 def test_sobol_projections_split_by_features_equal_one_group(monkeypatch):
@@ -176,3 +198,80 @@ def test_sobol_projections_split_by_features_equal_one_group(monkeypatch):
         np.testing.assert_array_equal(runs[(4, True), count], one)
         np.testing.assert_array_equal(runs[(4, False), count], runs[(4, False), 1])
         np.testing.assert_allclose(runs[(4, False), count], one, rtol=0, atol=1e-12)
+
+
+def _bits_on(count, call):
+    before = numba.get_num_threads()
+    numba.set_num_threads(count)
+    try:
+        return call()
+    finally:
+        numba.set_num_threads(before)
+
+
+@pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_leaf_lookups_and_forest_outputs_give_the_bits_of_one_thread_and_the_model(task,
+                                                                                  request):
+    """The row-parallel leaf lookups, forest outputs and out-of-bag sums (Sobol-MDA's and
+    tree SAGE's serial part before) give the same bits on 1 and 2 threads, and the model's
+    own ``apply``, ``predict`` / ``predict_proba`` and out-of-bag predictions."""
+    from harness.forest.inbag import oob_predictions
+
+    model, X, _ = request.getfixturevalue(task)
+    model = clone(model).set_params(oob_score=True).fit(*request.getfixturevalue(task)[1:])
+    view = forest_view(model)
+
+    def run():
+        return (view.apply(X), view.output(X), *oob_predictions(view, X))
+
+    one, two = _bits_on(1, run), _bits_on(TWO, run)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(b, a)
+    leaves, output, oob, n_oob = one
+    np.testing.assert_array_equal(leaves, model.apply(X))
+    own = model.predict_proba(X) if task == "classification" else model.predict(X)[:, None]
+    np.testing.assert_allclose(output, own, rtol=0, atol=1e-12)
+    reference = (model.oob_decision_function_ if task == "classification"
+                 else model.oob_prediction_[:, None])
+    scored = n_oob > 0
+    np.testing.assert_array_equal(n_oob, (view.inbag.counts == 0).sum(axis=1))
+    np.testing.assert_allclose(oob[scored], reference[scored], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_tree_sage_tables_give_the_bits_of_one_thread(task, request):
+    """Tree SAGE's per-forest tables (path-dependent step functions and the marginal sums
+    over a background set) are the same bits on 1 and 2 threads. They are built serially:
+    in parallel over trees they took 8 % of sage-A2's time off the serial part, for about
+    7 CPU seconds more compile from a cold cache."""
+    from harness.kernels.sage.marginal import marginal_setup
+    from harness.kernels.sage.tables import cover_fractions, singleton_tables
+
+    model, X, _ = request.getfixturevalue(task)
+    view = forest_view(model)
+    forest = view.packed
+
+    def run():
+        tables = singleton_tables(forest, cover_fractions(forest))
+        _, directions, base, marginal = marginal_setup(forest, view.rows(X[:70]))
+        return (*tables, directions, base, *marginal)
+
+    one, two = _bits_on(1, run), _bits_on(TWO, run)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(b, a)
+    assert np.abs(one[2]).max() > 0  # the steps are filled
+
+
+def test_the_leaf_lookups_are_parallel_kernels_split_by_rows_only():
+    """The leaf lookups and forest outputs are compiled parallel, and the row blocks follow
+    n only: at least 4 blocks (2 per thread) at the bench's sizes (569 to 2000 rows), one
+    block for a few rows, never more than ROW_BLOCKS."""
+    from harness.forest import packed
+
+    for kernel in (packed._apply, packed._forest_output):
+        assert kernel.targetoptions.get("parallel") is True, kernel
+    assert packed.row_blocks(8) == 1
+    assert packed.row_blocks(120) >= 2
+    for n in (569, 1000, 1797, 2000, 10**6):
+        assert 4 <= packed.row_blocks(n) <= packed.ROW_BLOCKS

@@ -56,7 +56,14 @@ def path_pairs(left, right, feature, threshold, missing, start, X32, rows, n_fea
                 pair_feature[n_pairs] = f
                 pair_node[n_pairs] = node
                 n_pairs += 1
-            node = child(left, right, feature, threshold, missing, start, node, X32, row)
+            # the routing rule written out, as in leaf_of: no reference counting per step
+            # on the shared node arrays (harness.forest.packed.leaf_of)
+            at = start + node
+            x = np.float64(X32[row, f])
+            if x <= threshold[at] or (x != x and missing[at] != 0):
+                node = left[at]
+            else:
+                node = right[at]
         leaves[a] = node
     bucket = np.zeros(n_features + 1, dtype=np.int64)
     for k in range(n_pairs):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from harness.forest.packed import PackedForest, child
+from harness.forest.packed import PackedForest, goes_left
 from harness.forest.permutations import GOLDEN64, MUL64_B, mix64
 from harness.kernels.reroute.permutation import path_pairs
 from harness.kernels.tree_groups import TREE_GROUPS
@@ -43,41 +43,50 @@ def node_hash(node):
 
 
 @njit(cache=True)
-def _dropped_level_keys(left, right, feature, threshold, missing, start, X32, row, u, j, cur,
-                        nxt, keys):
+def _dropped_level_keys(left, right, feature, threshold, missing, start, X32, row, u, j,
+                        frontier, keys):
     """Keys of ``row``'s descent from ``u`` with the splits on ``j`` dropped (Sobol-MDA).
 
     Writes the key of every level whose frontier is not empty into ``keys`` (level 0 is
     ``{u}``; the last one is the set of reached leaves) and returns how many there are.
+    ``frontier`` (2, nodes + 2) holds the current level's nodes in one row and the next
+    level's in the other. Neither array argument is rebound nor passed on, and the child
+    taken is chosen by scalar branches: numba then counts no references on the caller's
+    (shared) forest arrays at each call, which 2 threads did on the same cache lines.
     """
-    cur[0] = u
+    frontier[0, 0] = u
     size = 1
     keys[0] = node_hash(start + u)
     n_levels = 1
     leaves_key = np.uint64(0)
+    now = 0
     while True:
+        then = 1 - now
         n_next = 0
         next_key = np.uint64(0)
         for q in range(size):
-            node = cur[q]
+            node = frontier[now, q]
             at = start + node
             if left[at] == -1:
                 leaves_key += node_hash(at)
             elif feature[at] == j:
-                nxt[n_next] = left[at]
-                nxt[n_next + 1] = right[at]
+                frontier[then, n_next] = left[at]
+                frontier[then, n_next + 1] = right[at]
                 n_next += 2
                 next_key += node_hash(start + left[at]) + node_hash(start + right[at])
             else:
-                taken = child(left, right, feature, threshold, missing, start, node, X32, row)
-                nxt[n_next] = taken
+                if goes_left(np.float64(X32[row, feature[at]]), threshold[at], missing, at):
+                    taken = left[at]
+                else:
+                    taken = right[at]
+                frontier[then, n_next] = taken
                 n_next += 1
                 next_key += node_hash(start + taken)
         if n_next == 0:
             return n_levels
         keys[n_levels] = leaves_key + next_key
         n_levels += 1
-        cur, nxt = nxt, cur
+        now = then
         size = n_next
 
 
@@ -134,11 +143,15 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
     ``first_feature + feature_step``, ..., with buffers of their own."""
     n, p = X32.shape
     n_values = value.shape[1]
+    # a copy per group: each ``targets[row]`` below is a view that counts a reference on its
+    # array's one header, atomically, and from 2 threads at once on the caller's array that
+    # header's cache line went back and forth between the cores (once per in-bag row and
+    # feature on its path, per tree)
+    targets = targets.copy()
     largest = 1
     for t in range(first_tree, last_tree):
         largest = max(largest, offsets[t + 1] - offsets[t])
-    cur = np.empty(largest + 2, dtype=np.int64)
-    nxt = np.empty(largest + 2, dtype=np.int64)
+    frontier = np.empty((2, largest + 2), dtype=np.int64)
     keys = np.empty(max_depth + 2, dtype=np.uint64)
     capacity = 1024
     table_keys = np.empty(capacity, dtype=np.uint64)
@@ -185,16 +198,16 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
                 row = rows_in[in_row[k]]
                 weight = np.float64(counts[row, t])
                 n_levels = _dropped_level_keys(left, right, feature, threshold, missing, start,
-                                               X32, row, in_node[k], j, cur, nxt, keys)
+                                               X32, row, in_node[k], j, frontier, keys)
                 add_to_level_tables(table_keys, table_stamp, table_weight, table_sum,
                                     generation, mask, keys, n_levels, weight, targets[row])
             for k in out_order[out_bucket[j]:out_bucket[j + 1]]:
                 a = out_row[k]
                 row = rows_out[a]
                 n_levels = _dropped_level_keys(left, right, feature, threshold, missing, start,
-                                               X32, row, out_node[k], j, cur, nxt, keys)
+                                               X32, row, out_node[k], j, frontier, keys)
                 chosen, _ = deepest_shared_slot(table_keys, table_stamp, generation, mask, keys,
-                                             n_levels)
+                                                n_levels)
                 leaf = start + out_leaf[a]
                 mass = table_weight[chosen]
                 for c in range(n_values):

@@ -21,14 +21,23 @@ from numba import njit, prange
 
 from harness.forest.packed import PackedForest
 
+#: Trees whose cover fractions are computed together (bounds the index temporaries).
+TREES_AT_ONCE = 32
+
 
 def cover_fractions(forest: PackedForest) -> np.ndarray:
     """Each node's cover divided by its parent's (1 at the roots), for a packed forest."""
     left, right, cover, offsets = forest.left, forest.right, forest.cover, forest.offsets
     fraction = np.ones_like(cover)
-    for t in range(offsets.size - 1):
-        start = offsets[t]
-        internal = np.flatnonzero(left[start:offsets[t + 1]] >= 0) + start
+    # TREES_AT_ONCE trees at a time (a loop over single trees cost 10 ms serial on 500
+    # trees; all at once, index temporaries of the whole forest's size raised tree SAGE's
+    # peak memory on sage-C by 4 MiB): the first node of each internal node's tree turns
+    # its local child ids into packed ones
+    n_trees = offsets.size - 1
+    for first in range(0, n_trees, TREES_AT_ONCE):
+        last = min(first + TREES_AT_ONCE, n_trees)
+        internal = np.flatnonzero(left[offsets[first]:offsets[last]] >= 0) + offsets[first]
+        start = offsets[np.searchsorted(offsets, internal, side="right") - 1]
         for children in (left[internal] + start, right[internal] + start):
             fraction[children] = cover[children] / cover[internal]
     return fraction
