@@ -14,7 +14,7 @@ which one task per cell would pay per cell. A batch is submitted only to a worke
 is free, one batch per thread, so its submission is its start and the per-cell ``timeout`` is
 measured in the runner. A cell whose method class has not yet run a cell in this run goes
 alone (its cost is unknown); then a batch takes the next cells of its model while their
-expected time (their classes' longest cell so far, measured on the worker) stays within
+expected time (a moving average of their classes' cells, measured on the worker) stays within
 :data:`BATCH_SECONDS` (and ``timeout / BATCH_TIMEOUT_SHARE``), up to :data:`MAX_BATCH`
 cells and an even share of the waiting cells per thread, so that results and progress keep
 coming. Before a worker's first cell (a fresh or replacement worker too) the run's methods are
@@ -68,11 +68,16 @@ POLL_INTERVAL = 0.25
 MAX_ATTEMPTS = 3
 #: Most cells of one batch (one Dask task): a bound on what one lost batch costs again.
 MAX_BATCH = 64
-#: Expected seconds of one batch at most (from its cells' method classes' longest cell so
-#: far), so that results and progress keep arriving; with a ``timeout`` at most
-#: ``timeout / BATCH_TIMEOUT_SHARE``, so that a batch is far inside the timeout it runs under.
+#: Expected seconds of one batch at most (from its cells' method classes' seconds per cell so
+#: far, :data:`COST_WEIGHT`), so that results and progress keep arriving; with a ``timeout``,
+#: at most ``timeout / BATCH_TIMEOUT_SHARE``, so that a batch is far inside the timeout it
+#: runs under.
 BATCH_SECONDS = 0.25
 BATCH_TIMEOUT_SHARE = 20
+#: Weight of a cell's seconds in its method class's expected seconds (a moving average: the
+#: largest so far would stop batching for the rest of a run after one cell that a busy
+#: machine held up, and the first cell of a class, which pays first-call costs, would too).
+COST_WEIGHT = 0.2
 #: Submissions of one cell whose own worker left an external cluster (killed, crashed or
 #: stopped): once more elsewhere, then an ``error``, so that a cell that kills its worker
 #: costs a user's cluster two workers at most.
@@ -286,7 +291,7 @@ class _Run:
         self.method_classes = sorted({type(cell.method) for cell, _ in tasks},
                                      key=lambda cls: cls.name)
         self.warm: set[str] = set()  # workers that imported and compiled the methods
-        self.cost: dict[type, float] = {}  # longest cell of each method class, on its worker
+        self.cost: dict[type, float] = {}  # seconds of a cell of each method class, on its worker
         timeout = executor.timeout
         self.batch_seconds = BATCH_SECONDS if not timeout else min(
             BATCH_SECONDS, timeout / BATCH_TIMEOUT_SHARE)
@@ -504,7 +509,8 @@ class _Run:
             return
         for waiting, (result, seconds) in zip(flight.batch, results, strict=True):
             kind = type(waiting.cell.method)
-            self.cost[kind] = max(seconds, self.cost.get(kind, 0.0))
+            known = self.cost.get(kind, seconds)
+            self.cost[kind] = known + COST_WEIGHT * (seconds - known)
             self.finish(waiting, result)
 
     def outcome(self, flight: _Flight) -> list[tuple[CellResult, float]] | None:
