@@ -259,13 +259,26 @@ class ScaledOrDies(Scaled):
         return np.asarray(model.feature_importances_, dtype=float) * (self.params["index"] + 1)
 
 
-def _batched_run(monkeypatch, method_class, out: Path, executor: str):
+class ScaledOrHangs(Scaled):
+    """As :class:`Scaled`, but its cell ``index == FAILS_AT`` never ends by itself."""
+
+    name = "test_dask_scaled_or_hangs"
+
+    def _explain(self, model, data, rng):
+        if self.params["index"] == FAILS_AT:
+            time.sleep(HANG_SECONDS)
+        return np.asarray(model.feature_importances_, dtype=float) * (self.params["index"] + 1)
+
+
+def _batched_run(monkeypatch, method_class, out: Path, executor: str,
+                 timeout: float | None = 600.0):
     """A grid of N_BATCHED cells of ``method_class``, one model, on one worker; with Dask, the
     cells submitted together in each task, in order (without a time bound on a batch, so
     that however busy the machine, every cell after the first goes in one batch)."""
     batches = []
     if executor == "dask":
         monkeypatch.setattr(dask_executor, "BATCH_SECONDS", 3600.0)
+        monkeypatch.setattr(dask_executor, "BATCH_TIMEOUT_SHARE", 1e-9)
         submit = dask_executor._Run.submit
 
         def spy(run, address, batch):
@@ -275,8 +288,8 @@ def _batched_run(monkeypatch, method_class, out: Path, executor: str):
         monkeypatch.setattr(dask_executor._Run, "submit", spy)
     summary = harness.compare(
         datasets=["iris"], models=["extra_trees[n_estimators=5]"],
-        methods=[method_class(index=i) for i in range(N_BATCHED)], out=out,
-        executor=executor, jobs=1, reports=False)
+        methods=[method_class(index=i) for i in range(N_BATCHED)], seeds=[0], out=out,
+        executor=executor, jobs=1, timeout=timeout, reports=False)
     cells = harness.load_results(out, kind="cells").set_index("key")
     return summary, cells, batches
 
@@ -329,3 +342,28 @@ def test_a_batch_whose_worker_dies_goes_again_cell_by_cell(tmp_path, monkeypatch
     after = batches[batches.index(big) + 1:]
     assert all(len(batch) == 1 for batch in after) and sum(after, []) == big
     _assert_same_cells(tmp_path / "local", tmp_path / "dask")
+
+
+def test_a_batch_past_the_timeout_goes_again_cell_by_cell_and_only_its_slow_cell_times_out(
+        tmp_path, monkeypatch):
+    summary, cells, batches = _batched_run(monkeypatch, ScaledOrHangs, tmp_path / "dask",
+                                           "dask", timeout=CELL_TIMEOUT)
+    assert summary.line() == (f"cells: {N_BATCHED} total, {N_BATCHED - 1} done (0 reused), "
+                              f"0 skipped, 0 error, 1 timeout")
+    hangs = summary.cell_keys[FAILS_AT]  # one dataset, model and seed: the methods' order
+    assert cells.loc[hangs, "status"] == "timeout"
+    assert f"timeout of {CELL_TIMEOUT} s" in cells.loc[hangs, "reason"]
+    big = next(batch for batch in batches if hangs in batch and len(batch) > 1)
+    after = batches[batches.index(big) + 1:]
+    assert all(len(batch) == 1 for batch in after) and sum(after, []) == big
+    # each done cell holds its own numbers: the model's impurity importances (which sum to
+    # one) times its index + 1
+    run = RunResults.open(tmp_path / "dask")
+    try:
+        unscaled = [run.arrays(key)["values"] / (index + 1)
+                    for index, key in enumerate(summary.cell_keys) if key != hangs]
+    finally:
+        run.close()
+    for values in unscaled:
+        np.testing.assert_allclose(values, unscaled[0], rtol=0, atol=1e-12)
+    assert unscaled[0].sum() == pytest.approx(1.0, abs=1e-12)

@@ -82,6 +82,9 @@ COST_WEIGHT = 0.2
 #: stopped): once more elsewhere, then an ``error``, so that a cell that kills its worker
 #: costs a user's cluster two workers at most.
 MAX_WORKER_LOSSES = 2
+#: How long an owned LocalCluster waits for a lost worker's replacement before it closes the
+#: worker's nanny (Dask's default is 15 s): as long as a run may last.
+LOST_WORKER_WAIT = "3650 days"
 #: Loggers of the client side that report a lost scheduler or worker at length; while a run
 #: uses an external cluster they are quiet, and the runner says it in one line.
 CLIENT_LOGGERS = ("distributed.client", "distributed.core", "distributed.comm",
@@ -172,7 +175,7 @@ class DaskExecutor:
                  max_memory: float | None = None, scheduler: str | None = None,
                  **options: Any) -> None:
         dask, distributed = _import_distributed()
-        self.distributed = distributed
+        self.dask, self.distributed = dask, distributed
         self.jobs = max(1, int(jobs))
         self.timeout = timeout
         self.scheduler = scheduler
@@ -188,6 +191,9 @@ class DaskExecutor:
                     n_workers=self.jobs, threads_per_worker=1, processes=True,
                     memory_limit=int(max_memory) if max_memory else 0,
                     dashboard_address=None, silence_logs=logging.CRITICAL,
+                    # no dashboard, and its HTTP routes on a free port: the default 8787,
+                    # taken by another cluster on a shared machine, prints a warning
+                    scheduler_kwargs={"dashboard_address": ":0"},
                 )
             self.client = distributed.Client(self.cluster, set_as_default=False)
             return
@@ -228,7 +234,15 @@ class DaskExecutor:
             on_progress: OnProgress | None = None) -> None:
         """Run every task and call ``on_result(cell, result)`` once per task, here. A cell's
         own progress stays on its worker (``on_progress`` is never called)."""
-        _Run(self, tasks, on_result).loop()
+        if self.cluster is None:
+            _Run(self, tasks, on_result).loop()
+            return
+        # An owned worker killed (its cell's timeout) is replaced by its nanny; but the
+        # LocalCluster closes a nanny for good when no worker of its name has joined
+        # `lost-worker-timeout` (15 s) after one left, which a second kill during the
+        # replacement's start (seconds, imports) meets, leaving the run without workers.
+        with self.dask.config.set({"distributed.deploy.lost-worker-timeout": LOST_WORKER_WAIT}):
+            _Run(self, tasks, on_result).loop()
 
     def worker_pid(self, address: str) -> int | None:
         """Process id of an owned worker (its nanny lives in this process)."""
