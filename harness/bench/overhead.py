@@ -11,6 +11,14 @@ store. The same grid is then run again (every cell reused: the resume check), an
 are built from the in-process run's folder. The store's own scaling is timed directly:
 ``record_cell`` of every cell, ``statuses`` (the resume check's one read) and loading the
 results as tables. Linear growth shows as a constant figure per cell from 10^3 to 10^4.
+
+A run's overhead also holds costs paid once per run, whatever its size: imports, the model
+fits, and for Dask the start and the shutdown of its ``LocalCluster`` (seconds), which alone
+add milliseconds per cell at 10^3 cells. So each executor's overhead is also split, from two
+sizes, into the cost of one more cell (``marginal_ms``: the slope of the overhead between
+that size and the one before) and the cost paid once (``fixed_s``: the rest); the reports'
+build time is split the same way. Each executor first runs a small grid untimed, so that
+imports paid once per process do not land on the smallest size.
 """
 
 from __future__ import annotations
@@ -117,6 +125,20 @@ def _time_reports(out: Path) -> float:
     return time.perf_counter() - start
 
 
+def _split(table: pd.DataFrame, by: str, seconds: str) -> pd.DataFrame:
+    """Add ``marginal_ms`` (milliseconds per cell of ``seconds`` between a row's size and the
+    previous size of its group; NaN for the smallest) and ``fixed_s`` (``seconds`` minus
+    that slope times the cells: the part paid once per run)."""
+    table = table.copy()
+    table["marginal_ms"] = np.nan
+    for _, rows in table.sort_values("cells").groupby(by, sort=False):
+        index = rows.index
+        slope = rows[seconds].diff() / rows["cells"].diff()
+        table.loc[index, "marginal_ms"] = 1e3 * slope
+    table["fixed_s"] = table[seconds] - table["marginal_ms"] / 1e3 * table["cells"]
+    return table
+
+
 def run_overhead(sizes: tuple[int, ...] = SIZES, executors: tuple[str, ...] = EXECUTORS,
                  on_step: Callable[[str], None] | None = None,
                  reports: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -126,17 +148,26 @@ def run_overhead(sizes: tuple[int, ...] = SIZES, executors: tuple[str, ...] = EX
     -------
     runner : DataFrame
         One row per (executor, cells): ``wall_s``, ``cell_work_ms`` (the cells' own work per
-        cell), ``overhead_ms`` (the rest, per cell) and ``resume_ms`` (a rerun that reuses
-        every cell, per cell).
+        cell), ``overhead_ms`` (the rest, per cell), ``resume_ms`` (a rerun that reuses
+        every cell, per cell), and the overhead split (from this size and the one before)
+        into ``marginal_ms`` (per further cell) and ``fixed_s`` (once per run).
     store : DataFrame
         One row per size: ``write_ms``, ``statuses_ms`` and ``load_ms`` per cell (store
-        alone), and ``reports_s`` / ``reports_ms`` (every report built from the in-process
-        run of that size; NaN when ``reports`` is false or that run was not made).
+        alone), ``reports_s`` / ``reports_ms`` (every report built from the in-process
+        run of that size; NaN when ``reports`` is false or that run was not made), and
+        ``reports_marginal_ms`` / ``reports_fixed_s``, the build time split as the runner's
+        overhead is.
     """
     say = on_step or (lambda text: None)
     folder = Path(tempfile.mkdtemp(prefix="harness-overhead-"))
     try:
         runs, stores = [], []
+        for executor in executors:
+            # untimed: the first run in a process pays imports that no later one does, which
+            # would land in the smallest size's figures (and a negative marginal cost)
+            say(f"runner: {executor}, warming up")
+            compare(**_grid(SEEDS), out=folder / f"warm-{executor}", executor=executor,
+                    jobs=1, reports=False)
         for n_cells in sizes:
             for executor in executors:
                 say(f"runner: {executor}, {n_cells} cells")
@@ -152,6 +183,11 @@ def run_overhead(sizes: tuple[int, ...] = SIZES, executors: tuple[str, ...] = EX
             row["reports_ms"] = 1e3 * row["reports_s"] / n_cells
             stores.append(row)
         runner = pd.DataFrame(runs).drop(columns="out")
-        return runner, pd.DataFrame(stores)
+        runner["overhead_s"] = runner["overhead_ms"] * runner["cells"] / 1e3
+        runner = _split(runner, "executor", "overhead_s")
+        stores = _split(pd.DataFrame(stores).assign(executor=""), "executor", "reports_s")
+        return (runner.drop(columns="overhead_s"),
+                stores.drop(columns="executor").rename(columns={
+                    "marginal_ms": "reports_marginal_ms", "fixed_s": "reports_fixed_s"}))
     finally:
         shutil.rmtree(folder, ignore_errors=True)

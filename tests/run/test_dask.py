@@ -26,6 +26,7 @@ import dask  # noqa: E402
 import harness  # noqa: E402
 from harness.core.errors import HarnessError, NotInstalledError  # noqa: E402
 from harness.core.method import Method  # noqa: E402
+from harness.core.params import Interval, Param  # noqa: E402
 from harness.core.types import Importances  # noqa: E402
 from harness.run.executors import dask as dask_executor  # noqa: E402
 from harness.run.results import RunResults  # noqa: E402
@@ -226,3 +227,143 @@ def test_a_workers_one_off_preparation_is_not_counted_in_its_first_cell(tmp_path
         datasets=["iris"], models=["extra_trees[n_estimators=3]"], methods=[SlowToPrepare()],
         out=tmp_path / "run", executor="dask", jobs=1, timeout=CELL_TIMEOUT, reports=False)
     assert summary.line() == "cells: 1 total, 1 done (0 reused), 0 skipped, 0 error, 0 timeout"
+
+
+#: The cell of :class:`Scaled` and :class:`ScaledOrDies` that fails (in the middle of a batch).
+FAILS_AT = 5
+N_BATCHED = 12
+
+
+class Scaled(Method):
+    """The model's impurity importances times ``index + 1`` (each cell of a batch its own
+    numbers); the cell ``index == FAILS_AT`` raises."""
+
+    name, scope, family = "test_dask_scaled", "global", "test"
+    unit, explains = "impurity decrease", "the model's feature_importances_, scaled"
+    parameters = {"index": Param(0, (Interval(int, 0, None),), "the scale, minus one")}
+
+    def _explain(self, model, data, rng):
+        if self.params["index"] == FAILS_AT:
+            raise ValueError(f"cell {FAILS_AT} fails on purpose")
+        return np.asarray(model.feature_importances_, dtype=float) * (self.params["index"] + 1)
+
+
+class ScaledOrDies(Scaled):
+    """As :class:`Scaled`, but its cell ``index == FAILS_AT`` ends its worker process."""
+
+    name = "test_dask_scaled_or_dies"
+
+    def _explain(self, model, data, rng):
+        if self.params["index"] == FAILS_AT:
+            os._exit(3)
+        return np.asarray(model.feature_importances_, dtype=float) * (self.params["index"] + 1)
+
+
+class ScaledOrHangs(Scaled):
+    """As :class:`Scaled`, but its cell ``index == FAILS_AT`` never ends by itself."""
+
+    name = "test_dask_scaled_or_hangs"
+
+    def _explain(self, model, data, rng):
+        if self.params["index"] == FAILS_AT:
+            time.sleep(HANG_SECONDS)
+        return np.asarray(model.feature_importances_, dtype=float) * (self.params["index"] + 1)
+
+
+def _batched_run(monkeypatch, method_class, out: Path, executor: str,
+                 timeout: float | None = 600.0):
+    """A grid of N_BATCHED cells of ``method_class``, one model, on one worker; with Dask, the
+    cells submitted together in each task, in order (without a time bound on a batch, so
+    that however busy the machine, every cell after the first goes in one batch)."""
+    batches = []
+    if executor == "dask":
+        monkeypatch.setattr(dask_executor, "BATCH_SECONDS", 3600.0)
+        monkeypatch.setattr(dask_executor, "BATCH_TIMEOUT_SHARE", 1e-9)
+        submit = dask_executor._Run.submit
+
+        def spy(run, address, batch):
+            batches.append([waiting.cell.key for waiting in batch])
+            return submit(run, address, batch)
+
+        monkeypatch.setattr(dask_executor._Run, "submit", spy)
+    summary = harness.compare(
+        datasets=["iris"], models=["extra_trees[n_estimators=5]"],
+        methods=[method_class(index=i) for i in range(N_BATCHED)], seeds=[0], out=out,
+        executor=executor, jobs=1, timeout=timeout, reports=False)
+    cells = harness.load_results(out, kind="cells").set_index("key")
+    return summary, cells, batches
+
+
+def _assert_same_cells(reference: Path, other: Path) -> None:
+    """Same statuses and, for every done cell, the same stored arrays."""
+    cells = {out: harness.load_results(out, kind="cells").set_index("key")
+             for out in (reference, other)}
+    statuses = cells[reference]["status"]
+    assert sorted(statuses.index) == sorted(cells[other].index)
+    assert (cells[other].loc[statuses.index, "status"] == statuses).all()
+    runs = [RunResults.open(out) for out in (reference, other)]
+    try:
+        for key in statuses.index[statuses == "done"]:
+            a, b = (run.arrays(key) for run in runs)
+            np.testing.assert_array_equal(a["values"], b["values"])
+    finally:
+        for run in runs:
+            run.close()
+
+
+def test_a_cell_that_raises_inside_a_batch_is_its_own_error_and_the_others_are_done(
+        tmp_path, monkeypatch):
+    local, _, _ = _batched_run(monkeypatch, Scaled, tmp_path / "local", "inprocess")
+    summary, cells, batches = _batched_run(monkeypatch, Scaled, tmp_path / "dask", "dask")
+    line = (f"cells: {N_BATCHED} total, {N_BATCHED - 1} done (0 reused), 0 skipped, 1 error, "
+            f"0 timeout")
+    assert summary.line() == local.line() == line
+    failing = cells.index[cells["method"] == f"test_dask_scaled[index={FAILS_AT}]"][0]
+    assert cells.loc[failing, "status"] == "error"
+    assert f"cell {FAILS_AT} fails on purpose" in cells.loc[failing, "reason"]
+    # it failed inside a batch, which ran once: every cell submitted once, in the grid's order
+    assert any(failing in batch and len(batch) > 1 for batch in batches), batches
+    assert sum(batches, []) == local.cell_keys
+    _assert_same_cells(tmp_path / "local", tmp_path / "dask")
+
+
+def test_a_batch_whose_worker_dies_goes_again_cell_by_cell(tmp_path, monkeypatch):
+    local, _, _ = _batched_run(monkeypatch, ScaledOrDies, tmp_path / "local", "process")
+    summary, cells, batches = _batched_run(monkeypatch, ScaledOrDies, tmp_path / "dask",
+                                           "dask")
+    line = (f"cells: {N_BATCHED} total, {N_BATCHED - 1} done (0 reused), 0 skipped, 1 error, "
+            f"0 timeout")
+    assert summary.line() == local.line() == line
+    dying = cells.index[cells["method"] == f"test_dask_scaled_or_dies[index={FAILS_AT}]"][0]
+    assert "worker died" in cells.loc[dying, "reason"]
+    # the batch that held it died with it; its cells went again one by one (the dying one
+    # once more, alone), and none is lost
+    big = next(batch for batch in batches if dying in batch and len(batch) > 1)
+    after = batches[batches.index(big) + 1:]
+    assert all(len(batch) == 1 for batch in after) and sum(after, []) == big
+    _assert_same_cells(tmp_path / "local", tmp_path / "dask")
+
+
+def test_a_batch_past_the_timeout_goes_again_cell_by_cell_and_only_its_slow_cell_times_out(
+        tmp_path, monkeypatch):
+    summary, cells, batches = _batched_run(monkeypatch, ScaledOrHangs, tmp_path / "dask",
+                                           "dask", timeout=CELL_TIMEOUT)
+    assert summary.line() == (f"cells: {N_BATCHED} total, {N_BATCHED - 1} done (0 reused), "
+                              f"0 skipped, 0 error, 1 timeout")
+    hangs = summary.cell_keys[FAILS_AT]  # one dataset, model and seed: the methods' order
+    assert cells.loc[hangs, "status"] == "timeout"
+    assert f"timeout of {CELL_TIMEOUT} s" in cells.loc[hangs, "reason"]
+    big = next(batch for batch in batches if hangs in batch and len(batch) > 1)
+    after = batches[batches.index(big) + 1:]
+    assert all(len(batch) == 1 for batch in after) and sum(after, []) == big
+    # each done cell holds its own numbers: the model's impurity importances (which sum to
+    # one) times its index + 1
+    run = RunResults.open(tmp_path / "dask")
+    try:
+        unscaled = [run.arrays(key)["values"] / (index + 1)
+                    for index, key in enumerate(summary.cell_keys) if key != hangs]
+    finally:
+        run.close()
+    for values in unscaled:
+        np.testing.assert_allclose(values, unscaled[0], rtol=0, atol=1e-12)
+    assert unscaled[0].sum() == pytest.approx(1.0, abs=1e-12)

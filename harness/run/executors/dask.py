@@ -6,13 +6,27 @@ disconnects at the end. Results come back to the runner's process, which calls `
 and stays the only writer of the store.
 
 Each fitted model is scattered once, to every worker, and every cell that explains it depends
-on that copy; the copy is released when the model's last cell has finished. A cell is submitted
-only to a worker thread that is free, one cell per thread, so its submission is its start and
-the per-cell ``timeout`` is measured in the runner. Before a worker's first cell (a fresh or
-replacement worker too) the run's methods are imported and compiled there (``prepare``), as
-the runner does before forking cells, so no cell's timeout holds that one-off work.
+on that copy; the copy is released when the model's last cell has finished. Cells go in
+batches: one Dask task runs a few cells of one model in turn on one worker thread and returns
+their results together, which are then stored at once, cell by cell. A task costs a few round
+trips between the runner, the scheduler and the worker (about 10 ms on a busy machine),
+which one task per cell would pay per cell. A batch is submitted only to a worker thread that
+is free, one batch per thread, so its submission is its start and the per-cell ``timeout`` is
+measured in the runner. A cell whose method class has not yet run a cell in this run goes
+alone (its cost is unknown); then a batch takes the next cells of its model while their
+expected time (a moving average of their classes' cells, measured on the worker) stays within
+:data:`BATCH_SECONDS` (and ``timeout / BATCH_TIMEOUT_SHARE``), up to :data:`MAX_BATCH`
+cells and an even share of the waiting cells per thread, so that results and progress keep
+coming. Before a worker's first cell (a fresh or replacement worker too) the run's methods are
+imported and compiled there (``prepare``), as the runner does before forking cells, so no
+cell's timeout holds that one-off work.
 
-Failures stay in their cell, as with :class:`harness.run.executors.process.ProcessExecutor`:
+Failures stay in their cell, as with :class:`harness.run.executors.process.ProcessExecutor`.
+A cell that raises is its own ``error`` in its batch's results. A batch that fails as a whole
+(its worker died, it ran past the timeout, it was lost) has its cells submitted again one by
+one, so that the failure below lands on the cell that caused it and the others are done (the
+cells of such a batch that had finished on the worker are computed again: their results
+never reached the runner):
 
 - a worker that dies in a cell (segfault, ``os._exit``, out-of-memory kill) makes that cell one
   ``error`` result (Dask's ``KilledWorker``, at the first death on an owned cluster) and the
@@ -52,10 +66,25 @@ CONNECT_TIMEOUT = 10.0
 POLL_INTERVAL = 0.25
 #: Submissions of one cell whose model copy was lost with another cell's dead worker.
 MAX_ATTEMPTS = 3
+#: Most cells of one batch (one Dask task): a bound on what one lost batch costs again.
+MAX_BATCH = 64
+#: Expected seconds of one batch at most (from its cells' method classes' seconds per cell so
+#: far, :data:`COST_WEIGHT`), so that results and progress keep arriving; with a ``timeout``,
+#: at most ``timeout / BATCH_TIMEOUT_SHARE``, so that a batch is far inside the timeout it
+#: runs under.
+BATCH_SECONDS = 0.25
+BATCH_TIMEOUT_SHARE = 20
+#: Weight of a cell's seconds in its method class's expected seconds (a moving average: the
+#: largest so far would stop batching for the rest of a run after one cell that a busy
+#: machine held up, and the first cell of a class, which pays first-call costs, would too).
+COST_WEIGHT = 0.2
 #: Submissions of one cell whose own worker left an external cluster (killed, crashed or
 #: stopped): once more elsewhere, then an ``error``, so that a cell that kills its worker
 #: costs a user's cluster two workers at most.
 MAX_WORKER_LOSSES = 2
+#: How long an owned LocalCluster waits for a lost worker's replacement before it closes the
+#: worker's nanny (Dask's default is 15 s): as long as a run may last.
+LOST_WORKER_WAIT = "3650 days"
 #: Loggers of the client side that report a lost scheduler or worker at length; while a run
 #: uses an external cluster they are quiet, and the runner says it in one line.
 CLIENT_LOGGERS = ("distributed.client", "distributed.core", "distributed.comm",
@@ -88,12 +117,32 @@ def _run_cell(cell: Cell, model: Any, data: Any, sample_index: Any) -> CellResul
                                   traceback.format_exc())
 
 
+@dataclass
+class _Batch:
+    """Cells of one model sent as one task: (cell, data, sample_index) each. A plain object,
+    so that Dask does not walk the list looking for futures in it."""
+
+    cells: list[tuple[Cell, Any, Any]]
+
+
+def _run_cells(batch: _Batch, model: Any) -> list[tuple[CellResult, float]]:
+    """Worker side of a batch: each cell in turn (a failure stays in its cell's result),
+    with the seconds it took here, which size the run's next batches."""
+    results = []
+    for cell, data, sample_index in batch.cells:
+        start = time.perf_counter()
+        result = _run_cell(cell, model, data, sample_index)
+        results.append((result, time.perf_counter() - start))
+    return results
+
+
 def _thread_is_free() -> None:
     """Probe task: it starts only once its worker has a free thread again."""
 
 
 class DaskExecutor:
-    """Run cells on a Dask cluster, one per worker thread, each with a hard ``timeout``.
+    """Run cells on a Dask cluster, in batches, one per worker thread, each cell with a hard
+    ``timeout``.
 
     Parameters
     ----------
@@ -126,7 +175,7 @@ class DaskExecutor:
                  max_memory: float | None = None, scheduler: str | None = None,
                  **options: Any) -> None:
         dask, distributed = _import_distributed()
-        self.distributed = distributed
+        self.dask, self.distributed = dask, distributed
         self.jobs = max(1, int(jobs))
         self.timeout = timeout
         self.scheduler = scheduler
@@ -142,6 +191,9 @@ class DaskExecutor:
                     n_workers=self.jobs, threads_per_worker=1, processes=True,
                     memory_limit=int(max_memory) if max_memory else 0,
                     dashboard_address=None, silence_logs=logging.CRITICAL,
+                    # no dashboard, and its HTTP routes on a free port: the default 8787,
+                    # taken by another cluster on a shared machine, prints a warning
+                    scheduler_kwargs={"dashboard_address": ":0"},
                 )
             self.client = distributed.Client(self.cluster, set_as_default=False)
             return
@@ -182,7 +234,15 @@ class DaskExecutor:
             on_progress: OnProgress | None = None) -> None:
         """Run every task and call ``on_result(cell, result)`` once per task, here. A cell's
         own progress stays on its worker (``on_progress`` is never called)."""
-        _Run(self, tasks, on_result).loop()
+        if self.cluster is None:
+            _Run(self, tasks, on_result).loop()
+            return
+        # An owned worker killed (its cell's timeout) is replaced by its nanny; but the
+        # LocalCluster closes a nanny for good when no worker of its name has joined
+        # `lost-worker-timeout` (15 s) after one left, which a second kill during the
+        # replacement's start (seconds, imports) meets, leaving the run without workers.
+        with self.dask.config.set({"distributed.deploy.lost-worker-timeout": LOST_WORKER_WAIT}):
+            _Run(self, tasks, on_result).loop()
 
     def worker_pid(self, address: str) -> int | None:
         """Process id of an owned worker (its nanny lives in this process)."""
@@ -202,12 +262,21 @@ class _SharedModel:
 
 
 @dataclass
-class _Flight:
-    """A submitted cell."""
+class _Waiting:
+    """A cell waiting for a thread: its submissions so far + 1 (``attempt``), and whether it
+    must go alone (it was in a batch that failed as a whole, so its own fate is unknown)."""
 
     cell: Cell
     inputs: CellInput
-    attempt: int
+    attempt: int = 1
+    alone: bool = False
+
+
+@dataclass
+class _Flight:
+    """A submitted batch (one cell or more, one model, in order on one worker thread)."""
+
+    batch: list[_Waiting]
     worker: str
     future: Any
     model_future: Any
@@ -215,14 +284,14 @@ class _Flight:
 
 
 class _Run:
-    """State of one :meth:`DaskExecutor.run`: waiting cells, cells in flight, busy threads."""
+    """State of one :meth:`DaskExecutor.run`: waiting cells, batches in flight, busy threads."""
 
     def __init__(self, executor: DaskExecutor, tasks: list[Task], on_result: OnResult) -> None:
         self.executor = executor
         self.client = executor.client
         self.on_result = on_result
         self.done: queue.Queue = queue.Queue()  # futures, put by their done callbacks
-        self.pending = deque((cell, inputs, 1) for cell, inputs in tasks)
+        self.pending = deque(_Waiting(cell, inputs) for cell, inputs in tasks)
         self.running: dict[str, _Flight] = {}  # by future key
         self.probes: dict[str, tuple[Any, str]] = {}  # key: (future, worker address)
         self.busy: Counter[str] = Counter()  # threads in use per worker address
@@ -236,6 +305,10 @@ class _Run:
         self.method_classes = sorted({type(cell.method) for cell, _ in tasks},
                                      key=lambda cls: cls.name)
         self.warm: set[str] = set()  # workers that imported and compiled the methods
+        self.cost: dict[type, float] = {}  # seconds of a cell of each method class, on its worker
+        timeout = executor.timeout
+        self.batch_seconds = BATCH_SECONDS if not timeout else min(
+            BATCH_SECONDS, timeout / BATCH_TIMEOUT_SHARE)
 
     def loop(self) -> None:
         try:
@@ -272,9 +345,10 @@ class _Run:
         unrecorded, for the rerun to compute."""
         where = self.executor.scheduler or "of the local cluster"
         why = f" ({type(cause).__name__}: {' '.join(str(cause).split())})" if cause else ""
+        in_flight = sum(len(f.batch) for f in self.running.values())
         return SchedulerLostError(
             f"lost the connection to the Dask scheduler {where} mid-run{why}; the cells "
-            f"finished before are stored, the {len(self.running)} in flight are not: start a "
+            f"finished before are stored, the {in_flight} in flight are not: start a "
             f"scheduler and its workers and run the same command again to resume")
 
     def refresh_workers(self) -> None:
@@ -297,7 +371,8 @@ class _Run:
 
     def lose_worker(self, address: str) -> None:
         """A worker left the cluster (killed, crashed, or shut down): its cells go back to
-        the queue (at most MAX_WORKER_LOSSES submissions each, then ``error``). They were
+        the queue (at most MAX_WORKER_LOSSES submissions each, then ``error``; the cells of a
+        lost batch go alone, as which of them stopped the worker is unknown). They were
         submitted to it alone, so the scheduler holds them for it and runs them nowhere else:
         cancelling them here means each cell runs once at a time."""
         self.retired.add(address)
@@ -310,30 +385,35 @@ class _Run:
         for flight in lost:
             del self.running[flight.future.key]
             self.client.cancel([flight.future])
-            if flight.attempt < MAX_WORKER_LOSSES:
-                self.pending.appendleft((flight.cell, flight.inputs, flight.attempt + 1))
-            else:
-                self.finish(flight.cell, flight.inputs, CellResult.failure(
-                    "error", f"the cell's worker left the cluster before returning a result, "
-                             f"{flight.attempt} times (last {address}: killed, crashed or "
-                             f"shut down)"))
+            alone = len(flight.batch) > 1
+            for waiting in reversed(flight.batch):
+                if waiting.attempt < MAX_WORKER_LOSSES:
+                    self.pending.appendleft(_Waiting(waiting.cell, waiting.inputs,
+                                                     waiting.attempt + 1, alone))
+                else:
+                    self.finish(waiting, CellResult.failure(
+                        "error", f"the cell's worker left the cluster before returning a "
+                                 f"result, {waiting.attempt} times (last {address}: killed, "
+                                 f"crashed or shut down)"))
 
-    def finish(self, cell: Cell, inputs: CellInput, result: CellResult) -> None:
-        shared = self.models[id(inputs.model)]
+    def finish(self, waiting: _Waiting, result: CellResult) -> None:
+        shared = self.models[id(waiting.inputs.model)]
         shared.remaining -= 1
         if shared.remaining == 0:
             shared.future = None  # the cluster drops its copy
-        self.on_result(cell, result)
+        self.on_result(waiting.cell, result)
 
     def fill_threads(self) -> None:
-        """Submit waiting cells to free worker threads (or give up if none will free up)."""
+        """Submit batches of waiting cells to free worker threads (or give up if none will
+        free up)."""
         threads = {a: n for a, n in self.threads.items() if a not in self.retired}
+        total = sum(threads.values())
         for address, nthreads in threads.items():
             if self.pending and self.busy[address] < nthreads:
                 self.warm_up(address)
             while (self.pending and self.busy[address] < nthreads
                    and address not in self.retired):
-                self.submit(address, *self.pending.popleft())
+                self.submit(address, self.take_batch(total))
         stalled = bool(self.pending and threads and not self.running)  # all threads stuck
         now = time.monotonic()
         if not stalled:
@@ -345,8 +425,29 @@ class _Run:
                       f"{self.executor.scheduler} stayed busy with cancelled cells that "
                       f"exceeded the per-cell timeout; restart its workers and run again")
             while self.pending:
-                cell, inputs, _ = self.pending.popleft()
-                self.finish(cell, inputs, CellResult.failure("error", reason))
+                self.finish(self.pending.popleft(), CellResult.failure("error", reason))
+
+    def take_batch(self, threads: int) -> list[_Waiting]:
+        """The next cells to submit together: the first waiting cell, and the ones after it
+        while they share its model, their method classes have each run a cell already (a
+        cell of unknown cost goes alone, so a slow or hanging one holds no other), the
+        batch's expected time stays within ``batch_seconds`` and its size within
+        MAX_BATCH and an even share of the waiting cells among the cluster's threads."""
+        first = self.pending.popleft()
+        batch = [first]
+        spent = self.cost.get(type(first.cell.method))
+        if first.alone or spent is None:
+            return batch
+        limit = min(MAX_BATCH, -(-(len(self.pending) + 1) // max(1, threads)))
+        while self.pending and len(batch) < limit:
+            following = self.pending[0]
+            cost = self.cost.get(type(following.cell.method))
+            if (following.alone or cost is None or following.inputs.model is not
+                    first.inputs.model or spent + cost > self.batch_seconds):
+                break
+            batch.append(self.pending.popleft())
+            spent += cost
+        return batch
 
     def warm_up(self, address: str) -> None:
         """Import and compile the run's methods on a worker before its first cell (a fresh
@@ -360,12 +461,12 @@ class _Run:
         except Exception:  # a worker gone meanwhile: its cells report that themselves
             pass
 
-    def submit(self, address: str, cell: Cell, inputs: CellInput, attempt: int) -> None:
-        shared = self.models[id(inputs.model)]
+    def submit(self, address: str, batch: list[_Waiting]) -> None:
+        shared = self.models[id(batch[0].inputs.model)]
         if shared.future is None or shared.future.status != "finished":
-            # One copy, on the worker of this cell; a cell elsewhere has its worker fetch it
-            # (each cell is pinned to its worker, so placement is ours, not the data's). Not
-            # a broadcast: the scheduler's replication to every worker waits without end
+            # One copy, on the worker of this batch; a batch elsewhere has its worker fetch
+            # it (each batch is pinned to its worker, so placement is ours, not the data's).
+            # Not a broadcast: the scheduler's replication to every worker waits without end
             # for a worker that died meanwhile, and the scatter with it.
             try:
                 shared.future = self.client.scatter([shared.model], workers=[address],
@@ -375,19 +476,21 @@ class _Run:
             except Exception:  # the worker left since the scheduler was last asked
                 self.retired.add(address)
                 self.asked = -float("inf")  # ask again, and take back its cells
-                self.pending.appendleft((cell, inputs, attempt))
+                self.pending.extendleft(reversed(batch))
                 return
+        first = batch[0].cell
         future = self.client.submit(
-            _run_cell, cell, shared.future, inputs.data, inputs.sample_index,
-            key=f"harness-{cell.method.name}-{cell.key}-{uuid.uuid4().hex[:8]}", pure=False,
-            # on this worker only: if it dies, the cell waits for us (lose_worker) instead
-            # of running elsewhere beside a cell that already holds that thread
+            _run_cells, _Batch([(w.cell, w.inputs.data, w.inputs.sample_index) for w in batch]),
+            shared.future,
+            key=f"harness-{first.method.name}-{first.key}-{len(batch)}-{uuid.uuid4().hex[:8]}",
+            pure=False,
+            # on this worker only: if it dies, the batch waits for us (lose_worker) instead
+            # of running elsewhere beside a batch that already holds that thread
             workers=[address], allow_other_workers=False,
         )
         timeout = self.executor.timeout
         deadline = time.monotonic() + timeout if timeout else None
-        self.running[future.key] = _Flight(cell, inputs, attempt, address, future,
-                                           shared.future, deadline)
+        self.running[future.key] = _Flight(batch, address, future, shared.future, deadline)
         self.busy[address] += 1
         future.add_done_callback(self.done.put)
 
@@ -399,7 +502,8 @@ class _Run:
         return wait
 
     def settle(self, future: Any) -> None:
-        """Handle a future that finished: a probe frees its thread, a cell gets its result."""
+        """Handle a future that finished: a probe frees its thread, a batch gives each of its
+        cells its result (stored at once, in the batch's order)."""
         if future.status == "cancelled" and self.client.status != "running":
             self.check_connection()  # cancelled because the scheduler is gone
         if future.key in self.probes:
@@ -410,41 +514,61 @@ class _Run:
         if flight is None:  # timed out or submitted again already
             return
         self.busy[flight.worker] -= 1
-        result = self.outcome(flight)
-        if result is None:
-            self.pending.appendleft((flight.cell, flight.inputs, flight.attempt + 1))
-        else:
-            self.finish(flight.cell, flight.inputs, result)
+        results = self.outcome(flight)
+        if results is None:  # lost as a whole: its cells wait again, alone if it was a batch
+            alone = len(flight.batch) > 1
+            self.pending.extendleft(
+                _Waiting(w.cell, w.inputs, w.attempt + (not alone), alone or w.alone)
+                for w in reversed(flight.batch))
+            return
+        for waiting, (result, seconds) in zip(flight.batch, results, strict=True):
+            kind = type(waiting.cell.method)
+            known = self.cost.get(kind, seconds)
+            self.cost[kind] = known + COST_WEIGHT * (seconds - known)
+            self.finish(waiting, result)
 
-    def outcome(self, flight: _Flight) -> CellResult | None:
-        """The cell's result from its finished future, or None to submit the cell again."""
+    def outcome(self, flight: _Flight) -> list[tuple[CellResult, float]] | None:
+        """Each cell's result and seconds on its worker, from the batch's finished future;
+        None to submit its cells again (a batch of more than one cell that failed as a whole
+        goes again cell by cell, so that the failure lands on the cell that caused it)."""
+        single = len(flight.batch) == 1
         try:
             return flight.future.result()
         except self.executor.distributed.KilledWorker as exc:
             self.retired.update({flight.worker, exc.last_worker.address})
-            return CellResult.failure(
+            if not single:
+                return None
+            return [(CellResult.failure(
                 "error", f"the cell's worker died before returning a result (segfault, "
                          f"os._exit, out-of-memory or external kill); Dask reported "
-                         f"KilledWorker for worker {exc.last_worker.address}")
+                         f"KilledWorker for worker {exc.last_worker.address}"), 0.0)]
         except Exception as exc:
             lost = (flight.model_future.status != "finished"
                     or getattr(exc, "reason", None) == "lost dependencies")
-            if flight.future.status == "cancelled" and lost and flight.attempt < MAX_ATTEMPTS:
-                return None  # its model's last copy died with another cell's worker
-            return CellResult.failure("error", f"{type(exc).__name__}: {exc}",
-                                      "".join(traceback.format_exception(exc)))
+            attempt = flight.batch[0].attempt
+            if flight.future.status == "cancelled" and lost and attempt < MAX_ATTEMPTS:
+                return None  # its model's last copy died with another batch's worker
+            if not single:
+                return None
+            return [(CellResult.failure("error", f"{type(exc).__name__}: {exc}",
+                                        "".join(traceback.format_exception(exc))), 0.0)]
 
     def stop_expired(self) -> None:
         now = time.monotonic()
         expired = [f for f in self.running.values()
                    if f.deadline is not None and now >= f.deadline and not f.future.done()]
         for flight in expired:
-            if self.running.pop(flight.future.key, None) is not None:  # not yet resubmitted
-                reason = self.stop(flight)
-                self.finish(flight.cell, flight.inputs, CellResult.failure("timeout", reason))
+            if self.running.pop(flight.future.key, None) is None:  # resubmitted already
+                continue
+            reason = self.stop(flight)
+            if len(flight.batch) == 1:
+                self.finish(flight.batch[0], CellResult.failure("timeout", reason))
+            else:  # which cell ran long is unknown: each goes again alone, with its timeout
+                self.pending.extendleft(_Waiting(w.cell, w.inputs, w.attempt, True)
+                                        for w in reversed(flight.batch))
 
     def stop(self, flight: _Flight) -> str:
-        """Cancel a cell past its timeout and free its thread; the timeout's reason."""
+        """Cancel a batch past its timeout and free its thread; the timeout's reason."""
         reason = f"exceeded the per-cell timeout of {self.executor.timeout:g} s"
         on_worker = {address: set(keys) for address, keys in self.client.processing().items()}
         worker = next((a for a, keys in on_worker.items() if flight.future.key in keys), None)
@@ -466,7 +590,7 @@ class _Run:
                 del self.running[other.future.key]  # lost with the worker: run it again
                 self.busy[other.worker] -= 1
                 self.client.cancel([other.future])
-                self.pending.appendleft((other.cell, other.inputs, other.attempt))
+                self.pending.extendleft(reversed(other.batch))
             return reason
         probe = self.client.submit(_thread_is_free, key=f"harness-probe-{uuid.uuid4().hex}",
                                    pure=False, workers=[worker], allow_other_workers=False)
