@@ -48,7 +48,11 @@ class SAGE(SageMethod):
                                 thresh=self.params["thresh"],
                                 n_permutations=self.params["max_permutations"],
                                 detect_convergence=True, verbose=False,
-                                bar=data.progress is not None)  # sage's own bar
+                                # sage's own bar would write beside the harness's (the run's
+                                # bar, or explain's), and into logs under --no-progress
+                                bar=False)
+        if data.progress is not None:
+            data.progress(1.0)
         return Importances(
             values=np.asarray(explanation.values, dtype=float), scope="global",
             feature_names=data.feature_names, unit=SAGE_UNITS[loss],

@@ -360,3 +360,21 @@ def test_progress_reaches_one_when_sampling_stops(forests):
     imp = method.explain(model, data, np.random.default_rng(0))
     assert seen and all(0 <= value <= 1 for value in seen) and seen[-1] == 1.0
     assert len(seen) == -(-imp.extra["n_samples"] // 64)
+
+
+def test_the_sage_method_draws_no_bar_of_its_own(capfd):
+    """sage-importance's own tqdm bar wrote beside the harness's bar (and into logs under
+    --no-progress, since the runner passes every cell a progress callback): the method
+    reports to the harness's callback only."""
+    pytest.importorskip("sage")
+    X, y = make_friedman1(200, 5, random_state=0)
+    model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    fractions = []
+    from harness.run.protocol import ExplainRequest, run_protocol
+
+    request = ExplainRequest(X[:60], y[:60])
+    run_protocol(harness.core.registry.make_method("sage", max_permutations=64), model,
+                 request, 0, progress=fractions.append)
+    err = capfd.readouterr().err
+    assert "/1 [" not in err and "it/s" not in err, err[-300:]
+    assert fractions and fractions[-1] == 1.0
