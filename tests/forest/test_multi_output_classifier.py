@@ -19,11 +19,10 @@ from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 import harness
-from harness.core import registry
 from harness.core.errors import BadInputError, MethodSkipped
 from harness.forest.view import forest_view
 from harness.run.inputs import validate_explain_inputs
-from harness.run.protocol import missing_capability
+from tests.forest.test_multi_output import assert_only_multi_output_methods_explain
 
 LOCAL = [("saabas", {}), ("treeshap", {}), ("treeshap", {"perturbation": "interventional"})]
 
@@ -202,15 +201,6 @@ def test_an_output_index_the_model_lacks_is_skipped(forest):
 
 def test_methods_defined_for_one_output_skip_and_shap_backend_is_refused(forest):
     model, X, Y = forest
-    data = validate_explain_inputs(model, X, Y)
-    explained = set()
-    for name in registry.method_names():
-        method = registry.make_method(name)
-        reason = missing_capability(method, model) or method.skip(model, data)
-        if reason is None:
-            explained.add(name)
-        else:
-            assert f"multi-output model with {N_OUTPUTS} outputs" in reason, (name, reason)
-    assert explained == {"mdi", "local_mdi", "saabas", "treeshap"}
+    assert_only_multi_output_methods_explain(model, X, Y, N_OUTPUTS)
     with pytest.raises(MethodSkipped, match="divides a multi-output classifier's"):
         harness.explain("treeshap", model, X, backend="shap")
