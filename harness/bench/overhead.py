@@ -41,6 +41,11 @@ from harness.run.runner import compare
 from harness.run.store import Store
 
 SIZES = (1_000, 10_000)
+#: methods of the study grid whose reports are timed too: a study (datasets x K values x
+#: depths x seeds x methods) grows by its data, models and seeds, with a handful of methods,
+#: where the runner's grid above gives every cell a method setting of its own (pairwise
+#: method agreement and per-method figures then grow with the square of the cells)
+STUDY_METHODS = 10
 EXECUTORS = ("inprocess", "process", "dask")
 SEEDS = 10
 DATASET, MODEL = "iris", "extra_trees[n_estimators=2]"
@@ -125,6 +130,17 @@ def _time_reports(out: Path) -> float:
     return time.perf_counter() - start
 
 
+def _time_study_reports(n_cells: int, folder: Path) -> float:
+    """Seconds to build every report of an in-process run of :data:`STUDY_METHODS` methods
+    times ``n_cells / STUDY_METHODS`` seeds (one model fit per seed)."""
+    out = folder / f"study-{n_cells}"
+    seeds = max(1, n_cells // STUDY_METHODS)
+    compare(datasets=[DATASET], models=[MODEL], seeds=list(range(seeds)),
+            methods=[Noop(index=i) for i in range(STUDY_METHODS)], out=out,
+            executor="inprocess", jobs=1, reports=False)
+    return _time_reports(out)
+
+
 def _split(table: pd.DataFrame, by: str, seconds: str) -> pd.DataFrame:
     """Add ``marginal_ms`` (milliseconds per cell of ``seconds`` between a row's size and the
     previous size of its group; NaN for the smallest) and ``fixed_s`` (``seconds`` minus
@@ -156,7 +172,9 @@ def run_overhead(sizes: tuple[int, ...] = SIZES, executors: tuple[str, ...] = EX
         alone), ``reports_s`` / ``reports_ms`` (every report built from the in-process
         run of that size; NaN when ``reports`` is false or that run was not made), and
         ``reports_marginal_ms`` / ``reports_fixed_s``, the build time split as the runner's
-        overhead is.
+        overhead is; ``study_reports_s`` / ``study_reports_ms``, the same build for a study
+        grid of that many cells with :data:`STUDY_METHODS` methods (NaN without
+        ``reports``).
     """
     say = on_step or (lambda text: None)
     folder = Path(tempfile.mkdtemp(prefix="harness-overhead-"))
@@ -181,6 +199,11 @@ def run_overhead(sizes: tuple[int, ...] = SIZES, executors: tuple[str, ...] = EX
                 say(f"reports: {n_cells} cells")
                 row["reports_s"] = _time_reports(source)
             row["reports_ms"] = 1e3 * row["reports_s"] / n_cells
+            row["study_reports_s"] = np.nan
+            if reports:
+                say(f"reports: a study grid of {n_cells} cells, {STUDY_METHODS} methods")
+                row["study_reports_s"] = _time_study_reports(n_cells, folder)
+            row["study_reports_ms"] = 1e3 * row["study_reports_s"] / n_cells
             stores.append(row)
         runner = pd.DataFrame(runs).drop(columns="out")
         runner["overhead_s"] = runner["overhead_ms"] * runner["cells"] / 1e3
