@@ -107,15 +107,6 @@ def goes_left(x, cut, missing_left, at):
 
 
 @njit(cache=True)
-def child(left, right, feature, threshold, missing_left, start, node, X32, row):
-    """The child of ``node`` (local id in the tree starting at ``start``) that ``row`` takes."""
-    at = start + node
-    if goes_left(np.float64(X32[row, feature[at]]), threshold[at], missing_left, at):
-        return left[at]
-    return right[at]
-
-
-@njit(cache=True)
 def leaf_of(left, right, feature, threshold, missing_left, start, X32, row):
     """Local id of the leaf that ``row`` reaches in the tree starting at ``start``.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from harness.forest.packed import PackedForest, child
+from harness.forest.packed import PackedForest
 
 
 @njit(cache=True)
@@ -27,9 +27,15 @@ def _node_sums(left, right, feature, threshold, missing, start, size, X32, weigh
             weight[node] += w
             for k in range(n_values):
                 total[node, k] += w * targets[i, k]
-            if left[start + node] == -1:
+            at = start + node
+            if left[at] == -1:
                 break
-            node = child(left, right, feature, threshold, missing, start, node, X32, i)
+            # the routing rule written out, as in packed.leaf_of (no reference counting)
+            x = np.float64(X32[i, feature[at]])
+            if x <= threshold[at] or (x != x and missing[at] != 0):
+                node = left[at]
+            else:
+                node = right[at]
     return weight, total
 
 

@@ -13,21 +13,27 @@ import numpy as np
 from numba import njit
 
 from harness.forest.losses import loss_value
-from harness.forest.packed import PackedForest, child, goes_left
+from harness.forest.packed import PackedForest
 from harness.forest.permutations import STREAM_OOB, fill_keyed_permutation
 
 
 @njit(cache=True)
 def _reroute(left, right, feature, threshold, missing, start, X32, row, node, j, x_j):
-    """Leaf reached from ``node`` by ``row`` with its feature ``j`` set to ``x_j``."""
-    while left[start + node] != -1:
-        at = start + node
+    """Leaf reached from ``node`` by ``row`` with its feature ``j`` set to ``x_j``.
+
+    :func:`~harness.forest.packed.goes_left` written out (``x <= cut`` is false for NaN), as
+    in :func:`~harness.forest.packed.leaf_of`: through the helpers numba counted references
+    on the node arrays at every step, atomically on headers the threads share.
+    """
+    at = start + node
+    while left[at] != -1:
         f = feature[at]
-        if f == j:
-            x_left = goes_left(np.float64(x_j), threshold[at], missing, at)
-            node = left[at] if x_left else right[at]
+        x = np.float64(x_j) if f == j else np.float64(X32[row, f])
+        if x <= threshold[at] or (x != x and missing[at] != 0):
+            node = left[at]
         else:
-            node = child(left, right, feature, threshold, missing, start, node, X32, row)
+            node = right[at]
+        at = start + node
     return node
 
 
