@@ -152,11 +152,17 @@ def test_mdi_is_scikit_learns_feature_importances(fitted):
                                model.feature_importances_, rtol=0, atol=1e-12)
 
 
+def assert_an_output_index_the_model_lacks_is_skipped(model, X, n_outputs: int) -> None:
+    """saabas and treeshap skip ``output=n_outputs``, naming it (shared with
+    test_multi_output_classifier.py)."""
+    for method in ("saabas", "treeshap"):
+        with pytest.raises(MethodSkipped, match=f"output={n_outputs} is not an output index"):
+            harness.explain(method, model, X, output=n_outputs)
+
+
 def test_an_output_index_the_model_lacks_is_skipped(forest):
     model, X, _ = forest
-    for method in ("saabas", "treeshap"):
-        with pytest.raises(MethodSkipped, match=f"output={N_OUTPUTS} is not an output index"):
-            harness.explain(method, model, X, output=N_OUTPUTS)
+    assert_an_output_index_the_model_lacks_is_skipped(model, X, N_OUTPUTS)
 
 
 def test_y_must_have_one_column_per_output(forest):

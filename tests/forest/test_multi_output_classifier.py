@@ -22,7 +22,10 @@ import harness
 from harness.core.errors import BadInputError, MethodSkipped
 from harness.forest.view import forest_view
 from harness.run.inputs import validate_explain_inputs
-from tests.forest.test_multi_output import assert_only_multi_output_methods_explain
+from tests.forest.test_multi_output import (
+    assert_an_output_index_the_model_lacks_is_skipped,
+    assert_only_multi_output_methods_explain,
+)
 
 LOCAL = [("saabas", {}), ("treeshap", {}), ("treeshap", {"perturbation": "interventional"})]
 
@@ -194,9 +197,7 @@ def test_y_needs_each_outputs_own_labels(forest):
 
 def test_an_output_index_the_model_lacks_is_skipped(forest):
     model, X, _ = forest
-    for method in ("saabas", "treeshap"):
-        with pytest.raises(MethodSkipped, match=f"output={N_OUTPUTS} is not an output index"):
-            harness.explain(method, model, X, output=N_OUTPUTS)
+    assert_an_output_index_the_model_lacks_is_skipped(model, X, N_OUTPUTS)
 
 
 def test_methods_defined_for_one_output_skip_and_shap_backend_is_refused(forest):
