@@ -85,10 +85,6 @@ MAX_WORKER_LOSSES = 2
 #: How long an owned LocalCluster waits for a lost worker's replacement before it closes the
 #: worker's nanny (Dask's default is 15 s): as long as a run may last.
 LOST_WORKER_WAIT = "3650 days"
-#: Seconds a run waits with waiting cells and no running worker in the cluster (every one
-#: died or was stopped, none joined) before it records them as errors: never a run that
-#: waits without end and without a word.
-NO_WORKER_WAIT = 120.0
 #: Loggers of the client side that report a lost scheduler or worker at length; while a run
 #: uses an external cluster they are quiet, and the runner says it in one line.
 CLIENT_LOGGERS = ("distributed.client", "distributed.core", "distributed.comm",
@@ -300,7 +296,7 @@ class _Run:
         self.probes: dict[str, tuple[Any, str]] = {}  # key: (future, worker address)
         self.busy: Counter[str] = Counter()  # threads in use per worker address
         self.retired: set[str] = set()  # dead or killed workers: never given a cell again
-        self.held_since: dict[str, float] = {}  # when a stall began (held_too_long)
+        self.stalled_since: float | None = None
         self.threads: dict[str, int] = {}  # worker address -> threads, as last asked
         self.asked = -float("inf")  # when the scheduler was last asked for its workers
         self.models: dict[int, _SharedModel] = {}
@@ -418,32 +414,18 @@ class _Run:
             while (self.pending and self.busy[address] < nthreads
                    and address not in self.retired):
                 self.submit(address, self.take_batch(total))
-        # nothing in flight and cells waiting: every thread stuck, or no worker at all
-        waiting = bool(self.pending and not self.running)
-        if self.held_too_long("stuck", waiting and bool(threads), self.executor.timeout or 0):
-            self.give_up(f"not run: every worker thread of the cluster at "
-                         f"{self.executor.scheduler} stayed busy with cancelled cells that "
-                         f"exceeded the per-cell timeout; restart its workers and run again")
-        if self.held_too_long("workerless", waiting and not threads, NO_WORKER_WAIT):
-            scheduler = self.executor.scheduler
-            cluster = f"the Dask cluster at {scheduler}" if scheduler else "the local Dask cluster"
-            self.give_up(f"not run: {cluster} had no running worker for {NO_WORKER_WAIT:g} s "
-                         f"(every worker died or was stopped); start workers and run the "
-                         f"same command again to resume")
-
-    def held_too_long(self, what: str, holds: bool, limit: float) -> bool:
-        """Whether ``holds`` has been true at every call since more than ``limit`` seconds
-        ago (one clock per ``what``, reset when it is false)."""
-        if not holds:
-            self.held_since.pop(what, None)
-            return False
+        stalled = bool(self.pending and threads and not self.running)  # all threads stuck
         now = time.monotonic()
-        return now - self.held_since.setdefault(what, now) > limit
-
-    def give_up(self, reason: str) -> None:
-        """Record every waiting cell as an error with ``reason``."""
-        while self.pending:
-            self.finish(self.pending.popleft(), CellResult.failure("error", reason))
+        if not stalled:
+            self.stalled_since = None
+        elif self.stalled_since is None:
+            self.stalled_since = now
+        elif now - self.stalled_since > (self.executor.timeout or 0):
+            reason = (f"not run: every worker thread of the cluster at "
+                      f"{self.executor.scheduler} stayed busy with cancelled cells that "
+                      f"exceeded the per-cell timeout; restart its workers and run again")
+            while self.pending:
+                self.finish(self.pending.popleft(), CellResult.failure("error", reason))
 
     def take_batch(self, threads: int) -> list[_Waiting]:
         """The next cells to submit together: the first waiting cell, and the ones after it
