@@ -136,6 +136,18 @@ def _run_cells(batch: _Batch, model: Any) -> list[tuple[CellResult, float]]:
     return results
 
 
+def cluster_workers(client: Any) -> dict[str, dict]:
+    """The scheduler's workers (address: information), asked of the scheduler itself.
+
+    Not ``client.scheduler_info()``: it refreshes the client's cached identity and returns
+    the cache, which the client's periodic refresh (every
+    ``distributed.client.scheduler-info-interval``) may overwrite in between with an identity
+    that lists no worker (``n_workers=0``, distributed >= 2025). Read so, a live worker
+    looks gone, and the run would take it for lost and never give it a cell again.
+    """
+    return client.sync(client.scheduler.identity)["workers"]
+
+
 def _thread_is_free() -> None:
     """Probe task: it starts only once its worker has a free thread again."""
 
@@ -359,7 +371,7 @@ class _Run:
         if now - self.asked < POLL_INTERVAL:
             return
         self.asked = now
-        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        workers = cluster_workers(self.client)
         self.threads = {address: int(info.get("nthreads", 1))
                         for address, info in workers.items() if address not in self.retired
                         and info.get("status", "running") == "running"}
