@@ -384,3 +384,43 @@ def test_a_batch_past_the_timeout_goes_again_cell_by_cell_and_only_its_slow_cell
         np.testing.assert_allclose(values, unscaled[0], rtol=0, atol=1e-12)
     assert unscaled[0].sum() == pytest.approx(1.0, abs=1e-12)
 
+
+def test_waiting_cells_are_errors_once_the_cluster_has_had_no_worker(monkeypatch):
+    """Never a run that waits without end and without a word: when every worker of the
+    cluster is gone and none joins, the waiting cells are recorded as errors, with the
+    reason, after NO_WORKER_WAIT (here 0.3 s; the loop runs in a thread so that a regression
+    fails the test instead of hanging the suite)."""
+    import threading
+    from types import SimpleNamespace
+
+    from harness.core.registry import make_method
+
+    monkeypatch.setattr(dask_executor, "NO_WORKER_WAIT", 0.3)
+
+    class WorkerlessClient:
+        status = "running"
+        scheduler = SimpleNamespace(identity=lambda: {"workers": {}})
+
+        def sync(self, function, *args, **kwargs):
+            return function(*args, **kwargs)
+
+        def cancel(self, futures):
+            pass
+
+    executor = SimpleNamespace(client=WorkerlessClient(), cluster=None, timeout=None,
+                               scheduler="tcp://127.0.0.1:8786")
+    model = object()
+    tasks = [(SimpleNamespace(method=make_method("mdi"), key=f"cell{i}"),
+              SimpleNamespace(model=model)) for i in range(3)]
+    recorded = []
+    run = dask_executor._Run(executor, tasks, lambda cell, result: recorded.append(
+        (cell.key, result)))
+    loop = threading.Thread(target=run.loop, daemon=True)
+    loop.start()
+    loop.join(timeout=60)
+    assert not loop.is_alive(), "the run still waits for workers that never come"
+    assert [key for key, _ in recorded] == ["cell0", "cell1", "cell2"]
+    for _, result in recorded:
+        assert result.status == "error"
+        assert "had no running worker for 0.3 s" in result.reason
+        assert "tcp://127.0.0.1:8786" in result.reason

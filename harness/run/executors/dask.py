@@ -85,6 +85,10 @@ MAX_WORKER_LOSSES = 2
 #: How long an owned LocalCluster waits for a lost worker's replacement before it closes the
 #: worker's nanny (Dask's default is 15 s): as long as a run may last.
 LOST_WORKER_WAIT = "3650 days"
+#: Seconds a run waits with waiting cells and no running worker in the cluster (every one
+#: died or was stopped, none joined) before it records them as errors: never a run that
+#: waits without end and without a word.
+NO_WORKER_WAIT = 120.0
 #: Loggers of the client side that report a lost scheduler or worker at length; while a run
 #: uses an external cluster they are quiet, and the runner says it in one line.
 CLIENT_LOGGERS = ("distributed.client", "distributed.core", "distributed.comm",
@@ -309,6 +313,7 @@ class _Run:
         self.busy: Counter[str] = Counter()  # threads in use per worker address
         self.retired: set[str] = set()  # dead or killed workers: never given a cell again
         self.stalled_since: float | None = None
+        self.workerless_since: float | None = None
         self.threads: dict[str, int] = {}  # worker address -> threads, as last asked
         self.asked = -float("inf")  # when the scheduler was last asked for its workers
         self.models: dict[int, _SharedModel] = {}
@@ -436,6 +441,24 @@ class _Run:
             reason = (f"not run: every worker thread of the cluster at "
                       f"{self.executor.scheduler} stayed busy with cancelled cells that "
                       f"exceeded the per-cell timeout; restart its workers and run again")
+            while self.pending:
+                self.finish(self.pending.popleft(), CellResult.failure("error", reason))
+        self.give_up_without_workers(bool(self.pending and not threads and not self.running))
+
+    def give_up_without_workers(self, workerless: bool) -> None:
+        """Record the waiting cells as errors once the cluster has had no running worker for
+        NO_WORKER_WAIT seconds (``workerless``: none now, and no cell in flight)."""
+        now = time.monotonic()
+        if not workerless:
+            self.workerless_since = None
+        elif self.workerless_since is None:
+            self.workerless_since = now
+        elif now - self.workerless_since > NO_WORKER_WAIT:
+            scheduler = self.executor.scheduler
+            cluster = f"the Dask cluster at {scheduler}" if scheduler else "the local Dask cluster"
+            reason = (f"not run: {cluster} had no running worker for "
+                      f"{NO_WORKER_WAIT:g} s (every worker died or was stopped); start "
+                      f"workers and run the same command again to resume")
             while self.pending:
                 self.finish(self.pending.popleft(), CellResult.failure("error", reason))
 
