@@ -42,6 +42,8 @@ class PackedForest:
     offsets: np.ndarray
     max_depth: int
     n_features: int
+    #: True when the kernels read several value columns: a classifier's classes, or the
+    #: outputs of a multi-output model (``ForestView.packed`` sets it for both)
     classifier: bool
     #: uint8 per node: 1 where a NaN goes left (all zeros when no tree routes NaN left)
     missing_left: np.ndarray | None = None
