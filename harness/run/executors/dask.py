@@ -312,8 +312,7 @@ class _Run:
         self.probes: dict[str, tuple[Any, str]] = {}  # key: (future, worker address)
         self.busy: Counter[str] = Counter()  # threads in use per worker address
         self.retired: set[str] = set()  # dead or killed workers: never given a cell again
-        self.stalled_since: float | None = None
-        self.workerless_since: float | None = None
+        self.held_since: dict[str, float] = {}  # when a stall began (held_too_long)
         self.threads: dict[str, int] = {}  # worker address -> threads, as last asked
         self.asked = -float("inf")  # when the scheduler was last asked for its workers
         self.models: dict[int, _SharedModel] = {}
@@ -431,36 +430,32 @@ class _Run:
             while (self.pending and self.busy[address] < nthreads
                    and address not in self.retired):
                 self.submit(address, self.take_batch(total))
-        stalled = bool(self.pending and threads and not self.running)  # all threads stuck
-        now = time.monotonic()
-        if not stalled:
-            self.stalled_since = None
-        elif self.stalled_since is None:
-            self.stalled_since = now
-        elif now - self.stalled_since > (self.executor.timeout or 0):
-            reason = (f"not run: every worker thread of the cluster at "
-                      f"{self.executor.scheduler} stayed busy with cancelled cells that "
-                      f"exceeded the per-cell timeout; restart its workers and run again")
-            while self.pending:
-                self.finish(self.pending.popleft(), CellResult.failure("error", reason))
-        self.give_up_without_workers(bool(self.pending and not threads and not self.running))
-
-    def give_up_without_workers(self, workerless: bool) -> None:
-        """Record the waiting cells as errors once the cluster has had no running worker for
-        NO_WORKER_WAIT seconds (``workerless``: none now, and no cell in flight)."""
-        now = time.monotonic()
-        if not workerless:
-            self.workerless_since = None
-        elif self.workerless_since is None:
-            self.workerless_since = now
-        elif now - self.workerless_since > NO_WORKER_WAIT:
+        # nothing in flight and cells waiting: every thread stuck, or no worker at all
+        waiting = bool(self.pending and not self.running)
+        if self.held_too_long("stuck", waiting and bool(threads), self.executor.timeout or 0):
+            self.give_up(f"not run: every worker thread of the cluster at "
+                         f"{self.executor.scheduler} stayed busy with cancelled cells that "
+                         f"exceeded the per-cell timeout; restart its workers and run again")
+        if self.held_too_long("workerless", waiting and not threads, NO_WORKER_WAIT):
             scheduler = self.executor.scheduler
             cluster = f"the Dask cluster at {scheduler}" if scheduler else "the local Dask cluster"
-            reason = (f"not run: {cluster} had no running worker for "
-                      f"{NO_WORKER_WAIT:g} s (every worker died or was stopped); start "
-                      f"workers and run the same command again to resume")
-            while self.pending:
-                self.finish(self.pending.popleft(), CellResult.failure("error", reason))
+            self.give_up(f"not run: {cluster} had no running worker for {NO_WORKER_WAIT:g} s "
+                         f"(every worker died or was stopped); start workers and run the "
+                         f"same command again to resume")
+
+    def held_too_long(self, what: str, holds: bool, limit: float) -> bool:
+        """Whether ``holds`` has been true at every call since more than ``limit`` seconds
+        ago (one clock per ``what``, reset when it is false)."""
+        if not holds:
+            self.held_since.pop(what, None)
+            return False
+        now = time.monotonic()
+        return now - self.held_since.setdefault(what, now) > limit
+
+    def give_up(self, reason: str) -> None:
+        """Record every waiting cell as an error with ``reason``."""
+        while self.pending:
+            self.finish(self.pending.popleft(), CellResult.failure("error", reason))
 
     def take_batch(self, threads: int) -> list[_Waiting]:
         """The next cells to submit together: the first waiting cell, and the ones after it
