@@ -96,12 +96,15 @@ def pack_trees(trees: list[FlatTree], n_features: int, classifier: bool) -> Pack
     )
 
 
-@njit(cache=True)
+@njit(inline="always")
 def goes_left(x, cut, missing_left, at):
     """The routing rule at node ``at``: ``x <= cut``, or ``missing_left[at]`` if x is NaN.
 
     ``x != x`` is the NaN test on the value already in a register; ``missing_left`` is read
-    only in that (rare, well-predicted) branch, so rows without NaN pay one compare.
+    only in that (rare, well-predicted) branch, so rows without NaN pay one compare. Inlined
+    into its caller's numba IR (``inline="always"``): no call boundary, so no reference
+    counting on ``missing_left`` inside the callers' node loops, which all threads of a
+    parallel kernel share; every kernel routes a row through this one rule.
     """
     if x != x:
         return missing_left[at] != 0
@@ -110,20 +113,12 @@ def goes_left(x, cut, missing_left, at):
 
 @njit(cache=True)
 def leaf_of(left, right, feature, threshold, missing_left, start, X32, row):
-    """Local id of the leaf that ``row`` reaches in the tree starting at ``start``.
-
-    :func:`goes_left` written out (``x <= cut`` is false for NaN): with the helpers called,
-    numba counted references on the node arrays at every step (atomically, on headers that
-    all threads of a parallel kernel share), which it does not for this one loop.
-    """
+    """Local id of the leaf that ``row`` reaches in the tree starting at ``start``."""
     node = 0
     at = start
     while left[at] != -1:
         x = np.float64(X32[row, feature[at]])
-        if x <= threshold[at] or (x != x and missing_left[at] != 0):
-            node = left[at]
-        else:
-            node = right[at]
+        node = left[at] if goes_left(x, threshold[at], missing_left, at) else right[at]
         at = start + node
     return node
 

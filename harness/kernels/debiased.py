@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from harness.forest.packed import PackedForest
+from harness.forest.packed import PackedForest, goes_left
 
 
 @njit(cache=True)
@@ -30,12 +30,8 @@ def _node_sums(left, right, feature, threshold, missing, start, size, X32, weigh
             at = start + node
             if left[at] == -1:
                 break
-            # the routing rule written out, as in packed.leaf_of (no reference counting)
             x = np.float64(X32[i, feature[at]])
-            if x <= threshold[at] or (x != x and missing[at] != 0):
-                node = left[at]
-            else:
-                node = right[at]
+            node = left[at] if goes_left(x, threshold[at], missing, at) else right[at]
     return weight, total
 
 

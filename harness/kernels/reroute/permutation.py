@@ -13,26 +13,18 @@ import numpy as np
 from numba import njit
 
 from harness.forest.losses import loss_value
-from harness.forest.packed import PackedForest
+from harness.forest.packed import PackedForest, goes_left
 from harness.forest.permutations import STREAM_OOB, fill_keyed_permutation
 
 
 @njit(cache=True)
 def _reroute(left, right, feature, threshold, missing, start, X32, row, node, j, x_j):
-    """Leaf reached from ``node`` by ``row`` with its feature ``j`` set to ``x_j``.
-
-    :func:`~harness.forest.packed.goes_left` written out (``x <= cut`` is false for NaN), as
-    in :func:`~harness.forest.packed.leaf_of`: through the helpers numba counted references
-    on the node arrays at every step, atomically on headers the threads share.
-    """
+    """Leaf reached from ``node`` by ``row`` with its feature ``j`` set to ``x_j``."""
     at = start + node
     while left[at] != -1:
         f = feature[at]
         x = np.float64(x_j) if f == j else np.float64(X32[row, f])
-        if x <= threshold[at] or (x != x and missing[at] != 0):
-            node = left[at]
-        else:
-            node = right[at]
+        node = left[at] if goes_left(x, threshold[at], missing, at) else right[at]
         at = start + node
     return node
 
@@ -62,14 +54,9 @@ def path_pairs(left, right, feature, threshold, missing, start, X32, rows, n_fea
                 pair_feature[n_pairs] = f
                 pair_node[n_pairs] = node
                 n_pairs += 1
-            # the routing rule written out, as in leaf_of: no reference counting per step
-            # on the shared node arrays (harness.forest.packed.leaf_of)
             at = start + node
             x = np.float64(X32[row, f])
-            if x <= threshold[at] or (x != x and missing[at] != 0):
-                node = left[at]
-            else:
-                node = right[at]
+            node = left[at] if goes_left(x, threshold[at], missing, at) else right[at]
         leaves[a] = node
     bucket = np.zeros(n_features + 1, dtype=np.int64)
     for k in range(n_pairs):
