@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from harness.datasets.led import led_population
+from harness.forest.models import ModelSpec
 from harness.oracle.exact_mdi import degree_terms, expected_mdi, expected_mdi_terms
 from harness.oracle.finite_table import DiscreteDistribution
 from harness.oracle.multiway_trees import grow_multiway_forest
@@ -56,48 +57,49 @@ DIRECT_IRRELEVANT = 3
 EXAMPLE = {"i_t": 0.97, "i_L": 0.65, "i_R": 0.81, "n": 20, "n_L": 12, "n_R": 8, "delta": 0.25}
 
 
+def k1_spec(n_trees: int) -> str:
+    """The page's K = 1 trees: fully grown, entropy, every row once (no bootstrap)."""
+    return (f"extra_trees[n_estimators={n_trees},max_features=1,criterion=entropy,"
+            "bootstrap=false]")
+
+
 def _grow_k1_tree(X: np.ndarray, y: np.ndarray, seed: int):
-    """One fully grown K = 1 scikit-learn tree (a one-tree ExtraTrees forest) on every row."""
-    from sklearn.ensemble import ExtraTreesClassifier
-
-    return ExtraTreesClassifier(n_estimators=1, max_features=1, criterion="entropy",
-                                bootstrap=False, random_state=seed).fit(X, y)
+    """One tree of the runner's K = 1 forests (:func:`k1_spec`), seeded, on every row."""
+    return ModelSpec.from_any(k1_spec(1)).estimator("classification", seed).fit(X, y)
 
 
-def _one_tree_mdi(n_irrelevant: int, seed: int) -> np.ndarray:
+def _one_tree_mdi(n_irrelevant: int, seed: int,
+                  check_harness: bool) -> tuple[np.ndarray, float | None]:
     """Unnormalised MDI (bits) of one K = 1 tree on the population of LED + ``n_irrelevant``
-    bits (every support point once: the population is uniform)."""
+    bits (every support point once: the population is uniform), and, if ``check_harness``,
+    the largest |harness ``mdi`` − scikit-learn's| on that same tree (else None)."""
     X, y, _ = led_population(0.0, n_irrelevant)
-    tree = _grow_k1_tree(X, y, seed).estimators_[0]
-    return tree.tree_.compute_feature_importances(normalize=False)
+    model = _grow_k1_tree(X, y, seed)
+    theirs = model.estimators_[0].tree_.compute_feature_importances(normalize=False)
+    if not check_harness:
+        return theirs, None
+    import harness
+
+    ours = np.asarray(harness.explain("mdi", model, X, y).values)
+    return theirs, float(np.abs(ours - theirs).max())
 
 
-def tree_by_tree_mdi(n_irrelevant: int, n_trees: int, jobs: int | None) -> np.ndarray:
+def tree_by_tree_mdi(n_irrelevant: int, n_trees: int,
+                     jobs: int | None) -> tuple[np.ndarray, float]:
     """MDI of ``n_trees`` K = 1 trees (rows) on LED + ``n_irrelevant`` bits, grown one at a
     time in ``jobs`` processes, so that memory holds one tree per process, not the forest.
 
     scikit-learn's own unnormalised importances are read (``criterion="entropy"`` sums in
-    bits); :func:`harness_mdi_gap` checks them against the harness's ``mdi``.
+    bits); the first tree's are also checked against the harness's ``mdi`` in its worker,
+    and the largest |difference| is returned beside the (n_trees, 7 + n_irrelevant) MDI.
     """
     from joblib import Parallel, delayed
 
     from harness.run.compile import usable_cores
 
     rows = Parallel(n_jobs=jobs or usable_cores())(
-        delayed(_one_tree_mdi)(n_irrelevant, seed) for seed in range(n_trees))
-    return np.array(rows)
-
-
-def harness_mdi_gap(n_irrelevant: int, seed: int) -> float:
-    """Largest |harness ``mdi`` − scikit-learn's unnormalised MDI| on the tree that
-    :func:`_one_tree_mdi` grows with ``seed``."""
-    import harness
-
-    X, y, _ = led_population(0.0, n_irrelevant)
-    model = _grow_k1_tree(X, y, seed)
-    ours = np.asarray(harness.explain("mdi", model, X, y).values)
-    theirs = model.estimators_[0].tree_.compute_feature_importances(normalize=False)
-    return float(np.abs(ours - theirs).max())
+        delayed(_one_tree_mdi)(n_irrelevant, seed, seed == 0) for seed in range(n_trees))
+    return np.array([mdi for mdi, _ in rows]), rows[0][1]
 
 
 def binary_entropy(count: int, total: int) -> float:
@@ -190,8 +192,7 @@ class Louppe2013Theorems(Target):
     def run(self, context: TargetContext) -> TargetPage:
         q, q_forest = IRRELEVANT[context.quick], FOREST_IRRELEVANT[context.quick]
         n_sklearn, n_grower = SKLEARN_TREES[context.quick], GROWER_TREES[context.quick]
-        model = (f"extra_trees[n_estimators={n_sklearn},max_features=1,criterion=entropy,"
-                 "bootstrap=false]")
+        model = k1_spec(n_sklearn)
         results = context.compare(self.name, datasets=["led", f"led[n_irrelevant={q_forest}]"],
                                   models=[model], methods=["mdi"], seeds=[0])
         sklearn = self._sklearn(results, q_forest)
@@ -199,8 +200,7 @@ class Louppe2013Theorems(Target):
         by_tree = by_tree_gap = None
         if n_by_tree:
             context.say(f"{self.name}: {n_by_tree} trees on LED + {q} bits, one at a time")
-            by_tree = tree_by_tree_mdi(q, n_by_tree, context.jobs)
-            by_tree_gap = harness_mdi_gap(q, 0)
+            by_tree, by_tree_gap = tree_by_tree_mdi(q, n_by_tree, context.jobs)
         X, y, w = led_population(0.0)
         led = DiscreteDistribution(X, y, w)
         h_y = led.entropy(())
