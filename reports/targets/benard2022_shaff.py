@@ -14,6 +14,7 @@ from sklearn.ensemble import RandomForestRegressor
 import harness
 from harness.api import load_dataset
 from harness.reports.base import save_figure, subplots
+from harness.reports.targets._shaff_blocks import EXACT, BlockRow, block_row
 from harness.reports.targets.base import Target, TargetContext, TargetPage
 from harness.reports.targets.verdict import (
     UNDETERMINED,
@@ -40,13 +41,13 @@ class Setting:
     def label(self) -> str:
         return f"p = {self.p}, ρ = {self.rho:g}"
 
-    def dataset(self, seed: int):
+    def dataset(self, seed: int, n_samples: int = 1000):
         block = self.p // 5
         coef = [0.0] * self.p
         coef[0] = 2.0
         for k in range(1, 5):
             coef[k * block] = 1.0
-        return load_dataset("linear_gaussian", seed=seed, n_samples=1000, coef=tuple(coef),
+        return load_dataset("linear_gaussian", seed=seed, n_samples=n_samples, coef=tuple(coef),
                             rho=self.rho, groups=5, noise_fraction=0.1)
 
 
@@ -61,6 +62,10 @@ class Scale:
 FULL = Scale((Setting(10, 0.0), Setting(10, 0.5), Setting(10, 0.9), Setting(200, 0.9)),
              (0, 1, 2, 3, 4), 300, 300)
 QUICK = Scale((Setting(10, 0.0), Setting(10, 0.9)), (0, 1), 40, 0)
+#: p = 200 by block (``_shaff_blocks``): these sample sizes, one forest of this many trees
+#: each (seed 0); SHAFF takes about 30 s at n = 1000 and 180 s at n = 3000 on 2 cores
+BLOCK_SIZES = {False: (1000, 3000), True: ()}
+BLOCK_TREES = 100
 
 
 class Benard2022SHAFF(Target):
@@ -143,6 +148,11 @@ class Benard2022SHAFF(Target):
             "E[Y | X_U], so X1's block-mates can outrank X41, X81, X121, X161.",
             "Top five at p = 200: " + self._top_five(runs) + ".",
         ]
+        sizes = BLOCK_SIZES[context.quick]
+        if sizes:
+            context.say(f"{self.name}: p = 200 by block, n = {sizes}")
+            notes.append(self._by_block([block_row(Setting(200, 0.9).dataset(0, n),
+                                                   BLOCK_TREES, seed=0) for n in sizes]))
         assumptions = [
             "Missing parameters (" + ", ".join(MISSING) + ") shown over a range: 5 "
             "equicorrelated blocks, coefficients 2, 1, 1, 1, 1 on the first feature of each "
@@ -162,6 +172,29 @@ class Benard2022SHAFF(Target):
             scale=(f"{'quick: ' if context.quick else ''}n = 1000, {scale.n_trees} trees, "
                    f"{len(scale.seeds)} data sets per setting"
                    + (" (2 at p = 200)" if scale.wide_trees else "")))
+
+    @staticmethod
+    def _by_block(rows: list[BlockRow]) -> str:
+        """The p = 200 effects by block over n, and what the numbers say."""
+        exact = ", ".join(f"{key} {value:g}" for key, value in EXACT.items())
+        parts = [
+            f"n = {row.n} ({row.n_trees} trees, depth {row.depth}): v̂(all) {row.v_all:.3f}, "
+            f"{row.walked_up:.0%} of the projected predictions walked up; the effects sum to "
+            f"{row.sum_block1:.3f} on block 1 and {row.sum_rest:.3f} on blocks 2-5, X1 "
+            f"{row.x1:.3f}, the weak signals {row.weak_signals:.4f} on average, top five "
+            f"{row.shared_top5} of 5 shared ({row.seconds:.0f} s)" for row in rows]
+        first, last = rows[0], rows[-1]
+        gap = [abs(row.sum_rest - EXACT["v(blocks 2-5)"]) for row in (first, last)]
+        trend = "came closer to" if gap[1] < gap[0] else "moved away from"
+        return (
+            "p = 200 by block (reports/targets/_shaff_blocks.py; seed 0; exact: " + exact
+            + ", and each block's effects sum to its v): " + "; ".join(parts) + ". From n = "
+            f"{first.n} to {last.n}, blocks 2-5's share {trend} its exact 0.45 "
+            f"({first.sum_rest:.3f} → {last.sum_rest:.3f}) while v̂(all) went "
+            f"{first.v_all:.3f} → {last.v_all:.3f} and the walked-up share "
+            f"{first.walked_up:.0%} → {last.walked_up:.0%}. The shortfall is the projected "
+            "forest's (SHAFF step 2), not the subset design's: on the exact game the same "
+            "design meets the closed form within 0.008 (above).")
 
     @staticmethod
     def _top_five(runs) -> str:

@@ -39,3 +39,19 @@ def test_closed_form_and_shaff_invariants(gallery):
         assert float(row["sum exact"]) == pytest.approx(0.9, abs=1e-3)
         assert 0.6 < float(row["sum ours"]) < 0.9
         assert row["top 5 among the exact top 5 (ties included)"] == "yes"
+
+
+def test_the_block_sums_share_the_explained_variance_of_the_same_explain():
+    """The p = 200 by-block note (full scale only) on a small grouped case: SHAFF is
+    efficient (its effects sum to v̂(all)), so the two block sums must add up to the
+    explained variance the same explain reports; a block sum or v̂(all) read from another
+    run, or blocks that miss a variable, break the identity."""
+    from harness.reports.targets._shaff_blocks import block_row
+    from harness.reports.targets.benard2022_shaff import Setting
+
+    dataset = Setting(10, 0.5).dataset(0, n_samples=300)
+    row = block_row(dataset, n_trees=20, seed=0)
+    assert row.n == 300 and row.n_trees == 20
+    assert row.sum_block1 + row.sum_rest == pytest.approx(row.v_all, abs=1e-12)
+    assert 0.0 < row.v_all < 1.0 and 0.0 <= row.walked_up <= 1.0
+    assert 0 <= row.shared_top5 <= 5
