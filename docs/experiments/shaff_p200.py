@@ -1,0 +1,126 @@
+"""Exploratory: where SHAFF's error at p = 200 comes from (issue 20; session 30's note).
+
+The ``benard2022-shaff`` page sums SHAFF's effects by block over n. This script measures the
+two steps apart, on the page's p = 200 design (5 independent blocks of 40 at ρ = 0.9, 2 on X1,
+1 on X41, X81, X121, X161, noise 10 % of V[Y]) and forest (mtry = p/3, min_samples_leaf 5):
+
+``game``
+    the projected out-of-bag forest's v̂(U) (SHAFF step 2) on block-structured sets against
+    the exact v(U) = V(E[Y | X_U]) / V[Y], with the share of projected predictions that took
+    a shallower level, and the cross-block interaction v̂(A ∪ B) − v̂(A) − v̂(B) (exactly 0
+    for the exact game, which is additive over independent blocks);
+``design``
+    SHAFF on one forest under three seeds of its subset design and with K = 16 000 subsets,
+    summed by block: how much of the error the sampling of subsets (step 1) and the
+    regression (step 3) account for.
+
+Run from the repository root, e.g. ``python docs/experiments/shaff_p200.py game --n 3000``
+(seconds) or ``... design --n 1000`` (about 3 minutes on 2 cores). It reads the projection
+kernel directly, which a reproduction page may not (the targets' import contract).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from sklearn.ensemble import RandomForestRegressor
+
+import harness
+from harness.api import load_dataset
+from harness.datasets.linear_gaussian import block_equicorrelation
+from harness.forest.inbag import target_matrix
+from harness.forest.view import forest_view
+from harness.kernels.reroute.subset_projection import projected_oob_predictions
+
+P, BLOCK = 200, 40
+
+
+def design_data(n: int, seed: int):
+    coef = np.zeros(P)
+    coef[0] = 2.0
+    coef[BLOCK::BLOCK] = 1.0
+    dataset = load_dataset("linear_gaussian", seed=seed, n_samples=n, coef=tuple(coef),
+                           rho=0.9, groups=5, noise_fraction=0.1)
+    return dataset, coef
+
+
+def exact_game(keep: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """v(U) by Gaussian conditioning, one linear solve per set and block."""
+    sigma = block_equicorrelation(P, 0.9, 5)
+    a = sigma @ coef
+    var_y = float(coef @ a) / 0.9
+    values = np.zeros(len(keep))
+    for i, row in enumerate(keep):
+        for block in np.split(np.arange(P), 5):
+            kept = block[row[block]]
+            if len(kept):
+                values[i] += a[kept] @ np.linalg.solve(sigma[np.ix_(kept, kept)], a[kept])
+    return values / var_y
+
+
+def projected_game(model, X, y, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """v̂(U) − v̂(∅) for each row of ``keep`` and each set's walked-up share."""
+    view = forest_view(model)
+    keep = np.vstack([keep, np.zeros(P, dtype=bool)])
+    targets = target_matrix(view, y)
+    total, walked = projected_oob_predictions(view.packed, view.rows(X), view.inbag.counts,
+                                              targets, keep)
+    n_oob = view.inbag.n_oob_trees
+    scored = n_oob > 0
+    errors = ((targets[scored, 0] - total[:, scored, 0] / n_oob[scored]) ** 2).mean(axis=1)
+    explained = 1.0 - errors / targets.var(ddof=1)
+    return explained[:-1] - explained[-1], walked[:-1] / n_oob.sum()
+
+
+def run_game(model, dataset, coef) -> None:
+    names = ["block 1", "blocks 2-5", "the 5 signals", "all"]
+    keep = np.zeros((4, P), dtype=bool)
+    keep[0, :BLOCK] = keep[1, BLOCK:] = keep[3] = True
+    keep[2, ::BLOCK] = True
+    rng = np.random.default_rng(1)
+    for _ in range(6):  # A: half of block 1, B: half of the rest, then A ∪ B
+        a = np.zeros(P, dtype=bool)
+        a[rng.choice(BLOCK, BLOCK // 2, replace=False)] = True
+        b = np.zeros(P, dtype=bool)
+        b[BLOCK + rng.choice(P - BLOCK, (P - BLOCK) // 2, replace=False)] = True
+        keep = np.vstack([keep, a, b, a | b])
+    game, walked = projected_game(model, dataset.X, dataset.y, keep)
+    exact = exact_game(keep, coef)
+    for i, name in enumerate(names):
+        print(f"{name:14s} v̂ {game[i]:.3f}  exact {exact[i]:.3f}  walked up {walked[i]:.0%}")
+    pairs = game[4:].reshape(-1, 3)
+    print("v̂(A ∪ B) − v̂(A) − v̂(B):", np.round(pairs[:, 2] - pairs[:, 0] - pairs[:, 1], 3))
+
+
+def run_design(model, dataset) -> None:
+    for seed, n_subsets in [(0, None), (1, None), (2, None), (0, 16_000)]:
+        values = np.asarray(harness.explain("shaff", model, dataset.X, dataset.y, seed=seed,
+                                            n_subsets=n_subsets).values)
+        print(f"design seed {seed}, K {n_subsets or 'default'}: X1 {values[0]:.4f}, weak "
+              f"{np.round(values[BLOCK::BLOCK], 4)}, block 1 {values[:BLOCK].sum():.3f}, "
+              f"blocks 2-5 {values[BLOCK:].sum():.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("part", choices=["game", "design"])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--trees", type=int, default=100)
+    parser.add_argument("--min-samples-leaf", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    dataset, coef = design_data(args.n, args.seed)
+    model = RandomForestRegressor(n_estimators=args.trees, max_features=0.33,
+                                  min_samples_leaf=args.min_samples_leaf,
+                                  random_state=args.seed).fit(dataset.X, dataset.y)
+    print(f"n = {args.n}, {args.trees} trees, depth "
+          f"{max(tree.get_depth() for tree in model.estimators_)}")
+    if args.part == "game":
+        run_game(model, dataset, coef)
+    else:
+        run_design(model, dataset)
+
+
+if __name__ == "__main__":
+    main()
