@@ -24,25 +24,24 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from sklearn.ensemble import RandomForestRegressor
 
 import harness
-from harness.api import load_dataset
 from harness.datasets.linear_gaussian import block_equicorrelation
 from harness.forest.inbag import target_matrix
 from harness.forest.view import forest_view
 from harness.kernels.reroute.subset_projection import projected_oob_predictions
+from harness.reports.targets._shaff_blocks import page_forest
+from harness.reports.targets.benard2022_shaff import Setting
 
 P, BLOCK = 200, 40
 
 
 def design_data(n: int, seed: int):
+    """The page's p = 200 data set (``Setting(200, 0.9)``) and its coefficients."""
     coef = np.zeros(P)
     coef[0] = 2.0
     coef[BLOCK::BLOCK] = 1.0
-    dataset = load_dataset("linear_gaussian", seed=seed, n_samples=n, coef=tuple(coef),
-                           rho=0.9, groups=5, noise_fraction=0.1)
-    return dataset, coef
+    return Setting(P, 0.9).dataset(seed, n_samples=n), coef
 
 
 def exact_game(keep: np.ndarray, coef: np.ndarray) -> np.ndarray:
@@ -111,9 +110,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     dataset, coef = design_data(args.n, args.seed)
-    model = RandomForestRegressor(n_estimators=args.trees, max_features=0.33,
-                                  min_samples_leaf=args.min_samples_leaf,
-                                  random_state=args.seed).fit(dataset.X, dataset.y)
+    model = page_forest(dataset, args.trees, args.seed, args.min_samples_leaf)
     print(f"n = {args.n}, {args.trees} trees, depth "
           f"{max(tree.get_depth() for tree in model.estimators_)}")
     if args.part == "game":

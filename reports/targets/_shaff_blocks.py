@@ -40,13 +40,20 @@ class BlockRow:
     seconds: float
 
 
+def page_forest(dataset, n_trees: int, seed: int,
+                min_samples_leaf: int = 5) -> RandomForestRegressor:
+    """The page's forest, fitted on ``dataset``: mtry = p/3, min_samples_leaf = 5 (another
+    leaf size for the exploratory runs only)."""
+    return RandomForestRegressor(n_estimators=n_trees, max_features=0.33,
+                                 min_samples_leaf=min_samples_leaf,
+                                 random_state=seed).fit(dataset.X, dataset.y)
+
+
 def block_row(dataset, n_trees: int, seed: int) -> BlockRow:
     """Fit the page's forest on ``dataset`` (5 equal blocks, the signals first in each) and
     sum SHAFF's effects (its defaults) by block."""
     block = dataset.n_features // 5
-    model = RandomForestRegressor(n_estimators=n_trees, max_features=0.33,
-                                  min_samples_leaf=5, random_state=seed).fit(dataset.X,
-                                                                             dataset.y)
+    model = page_forest(dataset, n_trees, seed)
     start = time.perf_counter()
     result = harness.explain("shaff", model, dataset.X, dataset.y, seed=seed)
     seconds = time.perf_counter() - start

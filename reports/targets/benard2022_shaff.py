@@ -9,12 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.ensemble import RandomForestRegressor
 
 import harness
 from harness.api import load_dataset
 from harness.reports.base import save_figure, subplots
-from harness.reports.targets._shaff_blocks import EXACT, BlockRow, block_row
+from harness.reports.targets._shaff_blocks import EXACT, BlockRow, block_row, page_forest
 from harness.reports.targets.base import Target, TargetContext, TargetPage
 from harness.reports.targets.verdict import (
     UNDETERMINED,
@@ -97,9 +96,7 @@ class Benard2022SHAFF(Target):
             values, seconds = [], []
             for seed in scale.seeds[:2] if setting.p > 10 else scale.seeds:
                 dataset = setting.dataset(seed)
-                model = RandomForestRegressor(
-                    n_estimators=trees, max_features=0.33, min_samples_leaf=5,
-                    random_state=seed).fit(dataset.X, dataset.y)
+                model = page_forest(dataset, trees, seed)
                 start = time.perf_counter()
                 result = harness.explain("shaff", model, dataset.X, dataset.y, seed=seed)
                 seconds.append(time.perf_counter() - start)
