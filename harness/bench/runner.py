@@ -42,7 +42,6 @@ tracing does not slow its Python loops).
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import tracemalloc
@@ -281,19 +280,18 @@ def timed(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 
 def thread_cpu_seconds() -> dict[int, float]:
-    """CPU seconds run so far by each thread of this process, by native thread id, from
-    Linux's per-thread scheduler statistics (``/proc/self/task/<id>/schedstat``: time on a
-    CPU, in nanoseconds); empty where they cannot be read."""
+    """CPU seconds run so far by each Python thread of this process (the kernels' task
+    threads are Python threads: :func:`harness.core.tasks.run_tasks`), by thread ident, from
+    each thread's CPU-time clock (``pthread_getcpuclockid``, exact to the nanosecond, where
+    Linux's ``schedstat`` lags a running thread by up to a scheduler tick); empty where the
+    platform has no such clock."""
+    if not hasattr(time, "pthread_getcpuclockid"):
+        return {}
     seconds = {}
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return seconds
-    for task in tasks:
+    for thread in threading.enumerate():
         try:
-            with open(f"/proc/self/task/{task}/schedstat") as stats:
-                seconds[int(task)] = int(stats.read().split()[0]) / 1e9
-        except (OSError, ValueError, IndexError):
+            seconds[thread.ident] = time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+        except (OSError, TypeError):
             continue  # a thread that ended meanwhile
     return seconds
 
@@ -301,16 +299,16 @@ def thread_cpu_seconds() -> dict[int, float]:
 def cpu_bound_seconds(before: dict[int, float], after: dict[int, float],
                       threads: int) -> float:
     """Wall seconds that a run between two :func:`thread_cpu_seconds` readings would take on
-    idle cores: its CPU time on one thread, or, on more, the calling thread's (the serial
-    part: numba's work-queue layer leaves it asleep while the kernels' workers run) plus
-    the busiest other thread's (its parallel parts); NaN without per-thread figures."""
+    idle cores: its CPU time on one thread, or, on more, the busiest thread's (the calling
+    thread runs the serial parts and takes tasks beside the pool's threads,
+    :func:`harness.core.tasks.run_tasks`, so with balanced tasks it is the busiest); NaN
+    without per-thread figures."""
     spent = {task: after[task] - before.get(task, 0.0) for task in after}
     if not spent:
         return NAN
     if threads == 1:
         return sum(spent.values())
-    serial = spent.pop(threading.get_native_id(), 0.0)
-    return serial + max(spent.values(), default=0.0)
+    return max(spent.values())
 
 
 def timed_beside_one_thread(call: Callable[[], Any],
@@ -319,9 +317,8 @@ def timed_beside_one_thread(call: Callable[[], Any],
     on one thread, runs alternating between the two (so that both see the same load on a
     shared machine; one run each if a run is longer than ``LONG_RUN`` seconds), and the
     speed-up that idle cores would give, from per-thread CPU time (best of each count:
-    :func:`cpu_bound_seconds`; NaN unless numba runs its work-queue layer, whose calling
-    thread does no parallel work, or without per-thread figures). On a busy machine the
-    wall speed-up measures the other users' load; CPU time mostly does not."""
+    :func:`cpu_bound_seconds`; NaN without per-thread figures). On a busy machine the wall
+    speed-up measures the other users' load; CPU time mostly does not."""
     threads = numba.get_num_threads()
     best, results = [float("inf"), float("inf")], [None, None]
     cpu = [float("inf"), float("inf")]
@@ -338,11 +335,7 @@ def timed_beside_one_thread(call: Callable[[], Any],
                 break
     finally:
         numba.set_num_threads(threads)
-    try:
-        layer = numba.threading_layer()
-    except ValueError:  # no parallel kernel has run
-        layer = None
-    cpu_speedup = cpu[1] / cpu[0] if layer == "workqueue" else NAN
+    cpu_speedup = cpu[1] / cpu[0] if cpu[0] > 0 else NAN
     return best[0], results[0], best[1], results[1], cpu_speedup
 
 

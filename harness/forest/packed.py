@@ -15,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from harness.core.tasks import run_tasks
 from harness.forest.flat import FlatTree, as_float32_rows  # noqa: F401 (re-exported)
 
-#: "every tree" for :func:`_forest_output` (a count matrix with no tree column)
+#: "every tree" for :func:`forest_output` (a count matrix with no tree column)
 NO_COUNTS = np.zeros((0, 0), dtype=np.int32)
 
 
@@ -138,19 +139,19 @@ def row_blocks(n):
     return max(1, min(ROW_BLOCKS, (n + BLOCK_ROWS - 1) // BLOCK_ROWS))
 
 
-@njit(cache=True, parallel=True)
-def _apply(left, right, feature, threshold, missing_left, offsets, X32):
-    """Leaf of every row in every tree; row blocks in parallel, trees in order in a block."""
+@njit(cache=True, nogil=True)
+def _apply_tasks(left, right, feature, threshold, missing_left, offsets, X32, leaves,
+                 first_block, last_block):
+    """Leaf of every row of row blocks ``first_block, ..., last_block - 1`` (of
+    :func:`row_blocks`) in every tree, trees in order in a block."""
     n, n_trees = X32.shape[0], offsets.size - 1
-    leaves = np.empty((n, n_trees), dtype=np.int64)
     n_blocks = row_blocks(n)
-    for b in prange(n_blocks):
+    for b in range(first_block, last_block):
         first, last = b * n // n_blocks, (b + 1) * n // n_blocks
         for t in range(n_trees):
             for i in range(first, last):
                 leaves[i, t] = leaf_of(left, right, feature, threshold, missing_left,
                                        offsets[t], X32, i)
-    return leaves
 
 
 @njit(cache=True)
@@ -171,26 +172,21 @@ def apply_tree(forest: PackedForest, X32: np.ndarray, tree: int) -> np.ndarray:
 def apply_packed(forest: PackedForest, X32: np.ndarray) -> np.ndarray:
     """Local leaf id of every coded row in every tree, shape (n, n_trees); equals
     ``model.apply``."""
-    return _apply(forest.left, forest.right, forest.feature, forest.threshold,
-                  forest.missing_left, forest.offsets, as_float32_rows(X32))
+    X32 = as_float32_rows(X32)
+    leaves = np.empty((X32.shape[0], forest.n_trees), dtype=np.int64)
+    run_tasks(_apply_tasks, row_blocks(X32.shape[0]), forest.left, forest.right,
+              forest.feature, forest.threshold, forest.missing_left, forest.offsets, X32, leaves)
+    return leaves
 
 
-@njit(cache=True, parallel=True)
-def _forest_output(left, right, feature, threshold, missing_left, value, offsets, counts,
-                   X32):
-    """Sum over trees of the tree outputs of every row, in tree order, and how many trees
-    each sum is over: all of them, or (``counts`` with a column per tree) only those where
-    the row's count is 0, its out-of-bag trees; a tree not summed is not walked.
-
-    Row blocks in parallel (:func:`row_blocks`); each row adds its trees in order from 0.0,
-    as the serial tree-by-tree loop did, so the bits do not depend on the split.
-    """
+@njit(cache=True, nogil=True)
+def _forest_output_tasks(left, right, feature, threshold, missing_left, value, offsets, counts,
+                         X32, total, n_summed, first_block, last_block):
+    """Row blocks ``first_block, ..., last_block - 1`` of :func:`forest_output`."""
     n, n_trees = X32.shape[0], offsets.size - 1
     every = counts.shape[1] == 0  # no counts given: every tree
-    total = np.zeros((n, value.shape[1]))
-    n_summed = np.zeros(n, dtype=np.int64)
     n_blocks = row_blocks(n)
-    for b in prange(n_blocks):
+    for b in range(first_block, last_block):
         first, last = b * n // n_blocks, (b + 1) * n // n_blocks
         for t in range(n_trees):
             for i in range(first, last):
@@ -202,6 +198,23 @@ def _forest_output(left, right, feature, threshold, missing_left, value, offsets
                     for c in range(value.shape[1]):
                         total[i, c] += value[at, c]
                     n_summed[i] += 1
+
+
+def forest_output(forest: PackedForest, counts: np.ndarray,
+                  X32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sum over trees of the tree outputs of every row, in tree order, and how many trees
+    each sum is over: all of them, or (``counts`` with a column per tree) only those where
+    the row's count is 0, its out-of-bag trees; a tree not summed is not walked.
+
+    Row blocks are tasks (:func:`row_blocks`, :func:`harness.core.tasks.run_tasks`); each
+    row adds its trees in order from 0.0, as the serial tree-by-tree loop did, so the bits
+    do not depend on the split.
+    """
+    total = np.zeros((X32.shape[0], forest.value.shape[1]))
+    n_summed = np.zeros(X32.shape[0], dtype=np.int64)
+    run_tasks(_forest_output_tasks, row_blocks(X32.shape[0]), forest.left, forest.right,
+              forest.feature, forest.threshold, forest.missing_left, forest.value,
+              forest.offsets, counts, X32, total, n_summed)
     return total, n_summed
 
 
@@ -209,9 +222,7 @@ def packed_output(forest: PackedForest, X32: np.ndarray) -> np.ndarray:
     """Mean over trees of the tree outputs of coded rows, (n, n_values): ``predict_proba`` /
     ``predict`` as a column, summed in tree order, without scikit-learn's per-tree Python
     loop."""
-    total, _ = _forest_output(forest.left, forest.right, forest.feature, forest.threshold,
-                              forest.missing_left, forest.value, forest.offsets, NO_COUNTS,
-                              as_float32_rows(X32))
+    total, _ = forest_output(forest, NO_COUNTS, as_float32_rows(X32))
     return total / forest.n_trees
 
 
@@ -223,6 +234,5 @@ def packed_oob_output(forest: PackedForest, X32: np.ndarray,
     if counts.shape != (X32.shape[0], forest.n_trees):
         raise ValueError(f"counts must have shape {(X32.shape[0], forest.n_trees)} (rows, "
                          f"trees); got {counts.shape}.")
-    return _forest_output(forest.left, forest.right, forest.feature, forest.threshold,
-                          forest.missing_left, forest.value, forest.offsets,
-                          np.ascontiguousarray(counts, dtype=np.int32), as_float32_rows(X32))
+    return forest_output(forest, np.ascontiguousarray(counts, dtype=np.int32),
+                         as_float32_rows(X32))

@@ -7,8 +7,9 @@ per tree that routes the evaluation rows and accumulates, per split, both terms.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, goes_left
 
 
@@ -35,30 +36,14 @@ def _node_sums(left, right, feature, threshold, missing, start, size, X32, weigh
     return weight, total
 
 
-@njit(parallel=True, cache=True)
-def _debiased_mdi_terms(left, right, feature, threshold, missing, value, offsets, X32, counts,
-                        targets, inbag):
-    """Per-tree MDI-oob and UFI terms, shape (n_trees, p) each, and each tree's W_0.
-
-    Parameters
-    ----------
-    counts : ndarray (n, n_trees)
-        In-bag counts of the training rows.
-    targets : ndarray (n, n_values)
-        y as a column, or the one-hot classes.
-    inbag : bool
-        Score with the in-bag rows, weighted by their counts (the MDI identity), instead of
-        the out-of-bag rows (weight one each). scikit-learn >= 1.7 draws a weighted
-        bootstrap in proportion to ``sample_weight`` and fits each tree with the bare
-        counts, so counts are the trees' only row weights.
-    """
+@njit(cache=True, nogil=True)
+def _debiased_tasks(left, right, feature, threshold, missing, value, offsets, X32, counts,
+                    targets, inbag, mdi_oob, ufi, root_weight, first_tree, last_tree):
+    """Trees ``first_tree, ..., last_tree - 1`` of :func:`debiased_mdi_terms` into their rows
+    of ``mdi_oob``, ``ufi`` and ``root_weight``."""
     n, p = X32.shape
-    n_trees = offsets.size - 1
     n_values = value.shape[1]
-    mdi_oob = np.zeros((n_trees, p))
-    ufi = np.zeros((n_trees, p))
-    root_weight = np.zeros(n_trees)
-    for t in prange(n_trees):
+    for t in range(first_tree, last_tree):
         start = offsets[t]
         size = offsets[t + 1] - start
         weights = np.empty(n)
@@ -88,13 +73,31 @@ def _debiased_mdi_terms(left, right, feature, threshold, missing, value, offsets
         for j in range(p):
             mdi_oob[t, j] /= weight[0]
             ufi[t, j] /= weight[0]
-    return mdi_oob, ufi, root_weight
 
 
 def debiased_mdi_terms(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
                        targets: np.ndarray, inbag: bool) -> tuple:
-    """Per-tree MDI-oob and UFI terms of ``forest`` (a forest view's ``packed`` field); see
-    :func:`_debiased_mdi_terms`."""
-    return _debiased_mdi_terms(forest.left, forest.right, forest.feature, forest.threshold,
-                               forest.missing_left, forest.value, forest.offsets, X32, counts,
-                               targets, inbag)
+    """Per-tree MDI-oob and UFI terms of ``forest`` (a forest view's ``packed`` field), shape
+    (n_trees, p) each, and each tree's W_0; one task per tree
+    (:func:`harness.core.tasks.run_tasks`).
+
+    Parameters
+    ----------
+    counts : ndarray (n, n_trees)
+        In-bag counts of the training rows.
+    targets : ndarray (n, n_values)
+        y as a column, or the one-hot classes.
+    inbag : bool
+        Score with the in-bag rows, weighted by their counts (the MDI identity), instead of
+        the out-of-bag rows (weight one each). scikit-learn >= 1.7 draws a weighted
+        bootstrap in proportion to ``sample_weight`` and fits each tree with the bare
+        counts, so counts are the trees' only row weights.
+    """
+    n_trees, p = forest.n_trees, X32.shape[1]
+    mdi_oob = np.zeros((n_trees, p))
+    ufi = np.zeros((n_trees, p))
+    root_weight = np.zeros(n_trees)
+    run_tasks(_debiased_tasks, n_trees, forest.left, forest.right, forest.feature,
+              forest.threshold, forest.missing_left, forest.value, forest.offsets, X32, counts,
+              targets, inbag, mdi_oob, ufi, root_weight)
+    return mdi_oob, ufi, root_weight

@@ -13,7 +13,8 @@ output plus the forest. Trees are visited one at a time over a block of rows (a 
 stay in cache), four rows at a time (the walks are latency-bound). For one class per row (the
 predicted class, Sutera et al.'s default) only that class's values are carried along the
 path: the class is guessed from the first trees and the few rows whose final argmax differs
-are walked again. Blocks run in parallel; every output row is written by one thread in a
+are walked again. Blocks are tasks run on several threads
+(:func:`harness.core.tasks.run_tasks`); every output row is written by one thread in a
 fixed order (trees in order, edges from the root down), so neither the number of threads nor
 the interleaving changes a bit of the result, and one class equals its slice of all classes.
 
@@ -30,8 +31,9 @@ import functools
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from harness.core.tasks import run_tasks
 from harness.forest.compact import PathForest, compact_forest
 from harness.forest.packed import PackedForest, as_float32_rows, goes_left
 
@@ -114,19 +116,28 @@ def _walk_rows(kids, feature, threshold, missing, q, column, sign, offsets, X32,
                     prediction[rows[r], leaf_class[e]] += leaf_value[e]
 
 
-@njit(cache=True, parallel=True)
-def _path_sums(kids, feature, threshold, missing, q, sign, offsets, X32, block):
-    """Mean over trees of Σ_{edges t -> t_x on the path of x_i, v(t) = j} sign (q[t_x] - q[t])
-    for a node quantity ``q`` of shape (1, n_nodes)."""
-    n, p = X32.shape
-    out = np.zeros((n, p))
+@njit(cache=True, nogil=True)
+def _path_sums_tasks(kids, feature, threshold, missing, q, sign, offsets, X32, block, out,
+                     first_block, last_block):
+    """Blocks of ``block`` rows ``first_block, ..., last_block - 1`` of :func:`_path_sums`."""
+    n = X32.shape[0]
     column = np.zeros(n, dtype=np.int64)
     no_ptr, no_class, no_values = np.zeros(1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0)
     no_prediction = np.zeros((0, 1))
-    for b in prange((n + block - 1) // block):
+    for b in range(first_block, last_block):
         rows = np.arange(b * block, min(n, (b + 1) * block))
         _walk_rows(kids, feature, threshold, missing, q, column, sign, offsets, X32, rows, out,
                    True, no_ptr, no_class, no_values, no_prediction)
+
+
+def _path_sums(kids, feature, threshold, missing, q, sign, offsets, X32, block) -> np.ndarray:
+    """Mean over trees of Σ_{edges t -> t_x on the path of x_i, v(t) = j} sign (q[t_x] - q[t])
+    for a node quantity ``q`` of shape (1, n_nodes); blocks of ``block`` rows are tasks
+    (:func:`harness.core.tasks.run_tasks`)."""
+    n = X32.shape[0]
+    out = np.zeros(X32.shape)
+    run_tasks(_path_sums_tasks, -(-n // block), kids, feature, threshold, missing, q, sign,
+              offsets, X32, block, out)
     out /= offsets.size - 1
     return out
 
@@ -141,23 +152,16 @@ def _argmax_rows(prediction, rows, chosen):
         chosen[i] = best
 
 
-@njit(cache=True, parallel=True)
-def _saabas_class(kids, feature, threshold, missing, value_by_class, leaf_ptr, leaf_class,
-                  leaf_value, offsets, X32, output, guess_trees, block):
-    """Saabas contributions to one class per row: ``output``, or the predicted class if -1.
-
-    The predicted class is known only after the last tree, so it is guessed from the first
-    ``guess_trees`` trees; one walk then adds the guessed class's value changes and the leaf
-    values, and the rows whose final argmax differs from the guess are walked again.
-    """
-    n, p = X32.shape
-    width = value_by_class.shape[0]
+@njit(cache=True, nogil=True)
+def _saabas_class_tasks(kids, feature, threshold, missing, value_by_class, leaf_ptr, leaf_class,
+                        leaf_value, offsets, X32, output, guess_trees, block, out, prediction,
+                        chosen, first_block, last_block):
+    """Blocks of ``block`` rows ``first_block, ..., last_block - 1`` of
+    :func:`_saabas_class`."""
+    n = X32.shape[0]
     n_trees = offsets.size - 1
-    out = np.zeros((n, p))
-    prediction = np.zeros((n, width))
-    chosen = np.full(n, output, dtype=np.int64)
-    no_prediction = np.zeros((0, width))
-    for b in prange((n + block - 1) // block):
+    no_prediction = np.zeros((0, prediction.shape[1]))
+    for b in range(first_block, last_block):
         rows = np.arange(b * block, min(n, (b + 1) * block))
         if output == -1:
             _walk_rows(kids, feature, threshold, missing, value_by_class, chosen, 1.0,
@@ -175,19 +179,36 @@ def _saabas_class(kids, feature, threshold, missing, value_by_class, leaf_ptr, l
             out[wrong] = 0.0
             _walk_rows(kids, feature, threshold, missing, value_by_class, chosen, 1.0, offsets,
                        X32, wrong, out, True, leaf_ptr, leaf_class, leaf_value, no_prediction)
-    out /= n_trees
+
+
+def _saabas_class(kids, feature, threshold, missing, value_by_class, leaf_ptr, leaf_class,
+                  leaf_value, offsets, X32, output, guess_trees, block) -> tuple:
+    """Saabas contributions to one class per row: ``output``, or the predicted class if -1.
+
+    The predicted class is known only after the last tree, so it is guessed from the first
+    ``guess_trees`` trees; one walk then adds the guessed class's value changes and the leaf
+    values, and the rows whose final argmax differs from the guess are walked again. Blocks
+    of ``block`` rows are tasks (:func:`harness.core.tasks.run_tasks`).
+    """
+    n = X32.shape[0]
+    out = np.zeros(X32.shape)
+    prediction = np.zeros((n, value_by_class.shape[0]))
+    chosen = np.full(n, output, dtype=np.int64)
+    run_tasks(_saabas_class_tasks, -(-n // block), kids, feature, threshold, missing,
+              value_by_class, leaf_ptr, leaf_class, leaf_value, offsets, X32, output,
+              guess_trees, block, out, prediction, chosen)
+    out /= offsets.size - 1
     return out, prediction, chosen
 
 
-@njit(cache=True, parallel=True)
-def _saabas_all(kids, feature, threshold, missing, value, offsets, X32, block):
-    """Saabas contributions to every class: the full value change along every edge."""
-    n, p = X32.shape
+@njit(cache=True, nogil=True)
+def _saabas_all_tasks(kids, feature, threshold, missing, value, offsets, X32, block, out,
+                      prediction, first_block, last_block):
+    """Blocks of ``block`` rows ``first_block, ..., last_block - 1`` of :func:`_saabas_all`."""
+    n = X32.shape[0]
     width = value.shape[1]
     n_trees = offsets.size - 1
-    out = np.zeros((n, p, width))
-    prediction = np.zeros((n, width))
-    for b in prange((n + block - 1) // block):
+    for b in range(first_block, last_block):
         for t in range(n_trees):
             start = offsets[t]
             for i in range(b * block, min(n, (b + 1) * block)):
@@ -201,8 +222,18 @@ def _saabas_all(kids, feature, threshold, missing, value, offsets, X32, block):
                     node, f = child, feature[child]
                 for k in range(width):
                     prediction[i, k] += value[node, k]
-    out /= n_trees
-    prediction /= n_trees
+
+
+def _saabas_all(kids, feature, threshold, missing, value, offsets, X32, block) -> tuple:
+    """Saabas contributions to every class: the full value change along every edge; blocks
+    of ``block`` rows are tasks (:func:`harness.core.tasks.run_tasks`)."""
+    n, p = X32.shape
+    out = np.zeros((n, p, value.shape[1]))
+    prediction = np.zeros((n, value.shape[1]))
+    run_tasks(_saabas_all_tasks, -(-n // block), kids, feature, threshold, missing, value,
+              offsets, X32, block, out, prediction)
+    out /= offsets.size - 1
+    prediction /= offsets.size - 1
     return out, prediction
 
 

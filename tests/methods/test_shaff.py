@@ -18,11 +18,7 @@ from harness.forest.inbag import target_matrix
 from harness.forest.packed import as_float32_rows
 from harness.forest.view import forest_view
 from harness.kernels.reroute.projection import projected_oob_shift
-from harness.kernels.reroute.subset_projection import (
-    _projected_oob_predictions,
-    descent_tables,
-    projected_oob_predictions,
-)
+from harness.kernels.reroute.subset_projection import projected_oob_predictions
 from tests._support.shapley_by_subsets import shapley_by_subsets
 
 warnings.filterwarnings("ignore", message="Some inputs do not have OOB scores")
@@ -182,12 +178,9 @@ def test_the_projection_does_not_depend_on_how_the_subsets_are_grouped():
     view = forest_view(model.fit(X, y))
     forest = view.packed
     keep = np.vstack([all_subsets(5), np.zeros(5, bool), np.ones(5, bool)])
-    arguments = (forest.left, forest.right, forest.feature, forest.threshold,
-                 forest.missing_left, forest.offsets, forest.max_depth, as_float32_rows(X),
-                 view.inbag.counts, target_matrix(view, y), keep,
-                 *descent_tables(forest.left, forest.right, forest.offsets))
-    one_group = _projected_oob_predictions(*arguments, 1)
+    arguments = (forest, as_float32_rows(X), view.inbag.counts, target_matrix(view, y), keep)
+    one_group = projected_oob_predictions(*arguments, n_groups=1)
     for n_groups in (3, len(keep)):
-        grouped = _projected_oob_predictions(*arguments, n_groups)
+        grouped = projected_oob_predictions(*arguments, n_groups=n_groups)
         assert np.array_equal(grouped[0], one_group[0])
         assert np.array_equal(grouped[1], one_group[1])

@@ -20,8 +20,9 @@ bytes per node step of the packed forest. Node ids are global (tree start + loca
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from harness.core.tasks import run_tasks
 from harness.forest.compact import PathForest
 from harness.forest.packed import goes_left
 from harness.forest.permutations import STREAM_HELD_OUT, fill_keyed_permutation
@@ -37,7 +38,7 @@ def _step(kids, feature, threshold, missing, start, X32, row, node, j, x_j):
 
 
 @njit(cache=True)
-def _walk_tasks(kids, feature, threshold, missing, start, X32, j, task_row, task_node, task_x,
+def _finish_walks(kids, feature, threshold, missing, start, X32, j, task_row, task_node, task_x,
                 count):
     """Walk ``count`` rows to their leaves from ``task_node`` (in place), four at a time.
 
@@ -97,60 +98,52 @@ def _paths_by_feature(kids, feature, threshold, missing, start, X32, path, split
     return leaves
 
 
-@njit(cache=True, parallel=True)
-def _held_out_permutation_pass(kids, feature, threshold, missing, value, offsets, max_depth, X32,
-                               seed, first_repeat, n_repeats):
-    """Forest output shift of every row and feature when column j is permuted over all rows,
-    for repeats ``first_repeat``, ..., ``first_repeat + n_repeats - 1``.
-
-    ``kids``, ``feature``, ``threshold`` are those of the forest view's ``paths`` form,
-    ``value`` and ``offsets`` those of the packed forest. The permutation of column j in
-    repeat r is keyed (seed, STREAM_HELD_OUT, r, j) and shared by every tree, as when the
-    permuted data set is given to the forest's ``predict``. Each tree's paths are walked once
-    for all the repeats. Returns ``(shift, base)``: ``shift`` (n_repeats, n, p, n_values) is
-    the mean over trees of the output on the permuted row minus the output on the original
-    row, ``base`` (n, n_values) the forest's output on the original rows (``predict``, summed
-    in tree order). Memory: the outputs, one (n, depth + 1) path table and the n x depth
-    split list of one tree.
-    """
-    n, p = X32.shape
-    n_trees = offsets.size - 1
-    n_values = value.shape[1]
+@njit(cache=True)
+def _keyed_permutations(seed, first_repeat, n_repeats, p, n):
+    """The permutation of column j in repeat r, keyed (seed, STREAM_HELD_OUT, r, j), for the
+    repeats ``first_repeat``, ..., ``first_repeat + n_repeats - 1``: (n_repeats, p, n)."""
     perms = np.empty((n_repeats, p, n), dtype=np.int32)
     for r in range(n_repeats):
         for j in range(p):
             fill_keyed_permutation(seed, STREAM_HELD_OUT, first_repeat + r, j, perms[r, j])
-    shift = np.zeros((n_repeats, n, p, n_values))
-    base = np.zeros((n, n_values))
-    path = np.empty((n, max_depth + 1), dtype=np.int64)
-    split_row = np.empty(n * max_depth, dtype=np.int64)
-    split_depth = np.empty(n * max_depth, dtype=np.int64)
-    bucket = np.zeros(p + 1, dtype=np.int64)
-    for t in range(n_trees):
-        start = offsets[t]
-        leaves = _paths_by_feature(kids, feature, threshold, missing, start, X32, path, split_row,
-                                   split_depth, bucket)
-        for row in range(n):
-            for c in range(n_values):
-                base[row, c] += value[leaves[row], c]
-        for j in prange(p):  # features write disjoint slices of shift: any thread count
-            task_row = np.empty(n, dtype=np.int64)
-            task_node = np.empty(n, dtype=np.int64)
-            task_x = np.empty(n, dtype=np.float32)
-            for r in range(n_repeats):
-                count = _leaving_rows(kids, threshold, missing, start, X32, path, split_row,
-                                      split_depth, bucket, j, perms[r, j], task_row,
-                                      task_node, task_x)
-                _walk_tasks(kids, feature, threshold, missing, start, X32, j, task_row, task_node,
-                            task_x, count)
-                for task in range(count):
-                    row, leaf = task_row[task], task_node[task]
-                    if leaf != leaves[row]:
-                        for c in range(n_values):
-                            shift[r, row, j, c] += value[leaf, c] - value[leaves[row], c]
-    shift /= n_trees
-    base /= n_trees
-    return shift, base
+    return perms
+
+
+@njit(cache=True)
+def _tree_paths(kids, feature, threshold, missing, value, start, X32, path, split_row,
+                split_depth, bucket, base):
+    """One tree's paths (:func:`_paths_by_feature`) and its outputs added to ``base``;
+    returns the leaves."""
+    leaves = _paths_by_feature(kids, feature, threshold, missing, start, X32, path, split_row,
+                               split_depth, bucket)
+    for row in range(X32.shape[0]):
+        for c in range(value.shape[1]):
+            base[row, c] += value[leaves[row], c]
+    return leaves
+
+
+@njit(cache=True, nogil=True)
+def _feature_tasks(kids, feature, threshold, missing, value, start, X32, path, split_row,
+                   split_depth, bucket, leaves, perms, shift, first_feature, last_feature):
+    """Features ``first_feature, ..., last_feature - 1`` of one tree: every repeat's output
+    shifts into ``shift[:, :, j]`` (features write disjoint slices: any thread count)."""
+    n = X32.shape[0]
+    n_repeats, n_values = shift.shape[0], value.shape[1]
+    for j in range(first_feature, last_feature):
+        task_row = np.empty(n, dtype=np.int64)
+        task_node = np.empty(n, dtype=np.int64)
+        task_x = np.empty(n, dtype=np.float32)
+        for r in range(n_repeats):
+            count = _leaving_rows(kids, threshold, missing, start, X32, path, split_row,
+                                  split_depth, bucket, j, perms[r, j], task_row,
+                                  task_node, task_x)
+            _finish_walks(kids, feature, threshold, missing, start, X32, j, task_row, task_node,
+                        task_x, count)
+            for task in range(count):
+                row, leaf = task_row[task], task_node[task]
+                if leaf != leaves[row]:
+                    for c in range(n_values):
+                        shift[r, row, j, c] += value[leaf, c] - value[leaves[row], c]
 
 
 @njit(cache=True)
@@ -180,9 +173,38 @@ def _leaving_rows(kids, threshold, missing, start, X32, path, split_row, split_d
 
 def held_out_permutation_pass(forest: PathForest, X32: np.ndarray, seed: int,
                               first_repeat: int, n_repeats: int) -> tuple[np.ndarray, np.ndarray]:
-    """Forest output shifts of every row and feature under held-out permutations, for
-    ``forest`` (a forest view's ``paths`` field); see :func:`_held_out_permutation_pass`."""
+    """Forest output shift of every row and feature when column j is permuted over all rows,
+    for repeats ``first_repeat``, ..., ``first_repeat + n_repeats - 1``.
+
+    ``forest`` is a forest view's ``paths`` field. The permutation of column j in repeat r
+    is keyed (seed, STREAM_HELD_OUT, r, j) and shared by every tree, as when the permuted
+    data set is given to the forest's ``predict``. Each tree's paths are walked once for all
+    the repeats, then its features are tasks (:func:`harness.core.tasks.run_tasks`).
+    Returns ``(shift, base)``: ``shift`` (n_repeats, n, p, n_values) is the mean over trees
+    of the output on the permuted row minus the output on the original row, ``base``
+    (n, n_values) the forest's output on the original rows (``predict``, summed in tree
+    order). Memory: the outputs, one (n, depth + 1) path table and the n x depth split list
+    of one tree.
+    """
     packed = forest.packed
-    return _held_out_permutation_pass(forest.kids, forest.feature, forest.threshold,
-                                      forest.missing_left, packed.value, packed.offsets,
-                                      packed.max_depth, X32, seed, first_repeat, n_repeats)
+    kids, feature, threshold, missing = (forest.kids, forest.feature, forest.threshold,
+                                         forest.missing_left)
+    value, offsets, max_depth = packed.value, packed.offsets, packed.max_depth
+    n, p = X32.shape
+    n_trees = offsets.size - 1
+    perms = _keyed_permutations(seed, first_repeat, n_repeats, p, n)
+    shift = np.zeros((n_repeats, n, p, value.shape[1]))
+    base = np.zeros((n, value.shape[1]))
+    path = np.empty((n, max_depth + 1), dtype=np.int64)
+    split_row = np.empty(n * max_depth, dtype=np.int64)
+    split_depth = np.empty(n * max_depth, dtype=np.int64)
+    bucket = np.zeros(p + 1, dtype=np.int64)
+    for t in range(n_trees):
+        start = offsets[t]
+        leaves = _tree_paths(kids, feature, threshold, missing, value, start, X32, path,
+                             split_row, split_depth, bucket, base)
+        run_tasks(_feature_tasks, p, kids, feature, threshold, missing, value, start, X32,
+                  path, split_row, split_depth, bucket, leaves, perms, shift)
+    shift /= n_trees
+    base /= n_trees
+    return shift, base

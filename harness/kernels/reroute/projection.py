@@ -25,8 +25,9 @@ is reset per (tree, feature) by a generation stamp.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, goes_left
 from harness.forest.permutations import GOLDEN64, MUL64_B, mix64
 from harness.kernels.reroute.permutation import path_pairs
@@ -139,7 +140,7 @@ def deepest_shared_slot(table_keys, table_stamp, generation, mask, keys, n_level
 def _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
                  counts, targets, first_tree, last_tree, first_feature, feature_step, shift):
     """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of
-    :func:`_projected_oob_shift` into ``shift``, for the features ``first_feature``,
+    :func:`projected_oob_shift` into ``shift``, for the features ``first_feature``,
     ``first_feature + feature_step``, ..., with buffers of their own."""
     n, p = X32.shape
     n_values = value.shape[1]
@@ -215,7 +216,7 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
 
 
 def work_split(n_trees: int, p: int, shift_bytes: int, forest_bytes: int) -> tuple[int, bool]:
-    """``(n_groups, by_feature)``: how :func:`_projected_oob_shift` splits its work.
+    """``(n_groups, by_feature)``: how :func:`projected_oob_shift` splits its work.
 
     Up to ``TREE_GROUPS`` contiguous groups of trees, summed apart, while their extra shift
     arrays stay within ``GROUP_BUDGET`` bytes and a quarter of the forest's (the bench's
@@ -233,14 +234,34 @@ def work_split(n_trees: int, p: int, shift_bytes: int, forest_bytes: int) -> tup
     return 1, False
 
 
-@njit(cache=True, parallel=True)
-def _projected_oob_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
-                         counts, targets, n_groups, by_feature):
-    """Sum over each row's OOB trees of (projected output - tree output), per feature.
+@njit(cache=True, nogil=True)
+def _projected_oob_tasks(left, right, feature, threshold, missing, value, offsets, max_depth,
+                         X32, counts, targets, n_groups, by_feature, shift, others, first_group,
+                         last_group):
+    """Groups ``first_group, ..., last_group - 1`` of :func:`projected_oob_shift`: a group of
+    trees into ``shift`` (the first) or ``others[g - 1]``, or (``by_feature``) a group of
+    features over every tree into its part of ``shift``."""
+    n_trees = offsets.size - 1
+    for g in range(first_group, last_group):
+        if by_feature:
+            _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth,
+                         X32, counts, targets, 0, n_trees, g, n_groups, shift)
+        else:
+            _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth,
+                         X32, counts, targets, g * n_trees // n_groups,
+                         (g + 1) * n_trees // n_groups, 0, 1,
+                         shift if g == 0 else others[g - 1])
 
-    One task per group (in parallel): ``n_groups`` contiguous groups of trees summed apart
-    and then added in group order, or (``by_feature``) interleaved groups of features over
-    every tree; either way the sums do not depend on the number of threads.
+
+def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
+                        targets: np.ndarray) -> np.ndarray:
+    """Sum over each row's OOB trees of (projected output − tree output), per feature, for
+    ``forest`` (a forest view's ``packed`` field).
+
+    One task per group (:func:`harness.core.tasks.run_tasks`; groups from
+    :func:`work_split`): contiguous groups of trees summed apart and then added in group
+    order, or (``by_feature``) interleaved groups of features over every tree; either way
+    the sums do not depend on the number of threads.
 
     Parameters
     ----------
@@ -254,31 +275,14 @@ def _projected_oob_shift(left, right, feature, threshold, missing, value, offset
         Rows whose path in a tree never meets j get no shift from that tree.
     """
     n, p = X32.shape
-    n_trees = offsets.size - 1
-    shift = np.zeros((n, p, value.shape[1]))
+    n_values = forest.value.shape[1]
+    n_groups, by_feature = work_split(forest.n_trees, p, n * p * n_values * 8, forest.nbytes)
+    shift = np.zeros((n, p, n_values))
     # split by trees, the first group writes shift and the others their own arrays
-    others = np.zeros((0 if by_feature else n_groups - 1, n, p, value.shape[1]))
-    for g in prange(n_groups):
-        if by_feature:
-            _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth,
-                         X32, counts, targets, 0, n_trees, g, n_groups, shift)
-        else:
-            _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth,
-                         X32, counts, targets, g * n_trees // n_groups,
-                         (g + 1) * n_trees // n_groups, 0, 1,
-                         shift if g == 0 else others[g - 1])
-    for g in range(others.shape[0]):
-        shift += others[g]
+    others = np.zeros((0 if by_feature else n_groups - 1, n, p, n_values))
+    run_tasks(_projected_oob_tasks, n_groups, forest.left, forest.right, forest.feature,
+              forest.threshold, forest.missing_left, forest.value, forest.offsets,
+              forest.max_depth, X32, counts, targets, n_groups, by_feature, shift, others)
+    for group_shift in others:
+        shift += group_shift
     return shift
-
-
-def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
-                        targets: np.ndarray) -> np.ndarray:
-    """Sum over each row's OOB trees of (projected output − tree output), per feature, for
-    ``forest`` (a forest view's ``packed`` field); see :func:`_projected_oob_shift`."""
-    shift_bytes = X32.shape[0] * X32.shape[1] * forest.value.shape[1] * 8
-    return _projected_oob_shift(forest.left, forest.right, forest.feature, forest.threshold,
-                                forest.missing_left, forest.value, forest.offsets,
-                                forest.max_depth, X32, counts, targets,
-                                *work_split(forest.n_trees, X32.shape[1], shift_bytes,
-                                            forest.nbytes))

@@ -38,8 +38,9 @@ and per-subset tables, 119 CPU s with these).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, goes_left
 from harness.kernels.reroute.projection import (
     add_to_level_tables,
@@ -47,7 +48,7 @@ from harness.kernels.reroute.projection import (
     node_hash,
 )
 
-#: Interleaved groups of subsets of :func:`_projected_oob_predictions`, one parallel task
+#: Interleaved groups of subsets of :func:`projected_oob_predictions`, one parallel task
 #: each. A fixed number, never the number of threads, and every subset is computed on its
 #: own anyway, so the result is the same bit for bit on any number of threads; interleaved
 #: because the design lists its subsets by size, and the cost of a subset depends on its size.
@@ -196,49 +197,19 @@ def _row_level_keys(internal, terminal, deepest, row, keys):
     return n_levels
 
 
-@njit(parallel=True, cache=True)
-def _projected_oob_predictions(left, right, feature, threshold, missing, offsets, max_depth,
-                               X32, counts, targets, keep, hashes, leaf_sums, depth,
-                               tree_depth, n_groups):
-    """Sum over each row's out-of-bag trees of the projected tree outputs, per subset.
-
-    Parameters
-    ----------
-    offsets, max_depth : ndarray, int
-        First node of every tree; the deepest node's depth.
-    counts : ndarray (n, n_trees)
-        In-bag counts; rows with count 0 are out of bag.
-    targets : ndarray (n, n_values)
-        y as a column, or the one-hot classes.
-    keep : ndarray of bool, shape (n_subsets, p)
-        The kept variables U of each subset.
-    hashes, leaf_sums, depth, tree_depth : ndarray
-        The forest's :func:`descent_tables`.
-    n_groups : int
-        Interleaved groups of subsets, one parallel task each, with buffers of their own.
-
-    Returns
-    -------
-    total : ndarray (n_subsets, n, n_values)
-        Divide by each row's number of out-of-bag trees for the OOB projected forest.
-    n_walked_up : ndarray (n_subsets,)
-        How many (row, tree) predictions found no in-bag row in their projected cell and took
-        a shallower level's.
-    """
+@njit(cache=True, nogil=True)
+def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_depth, X32,
+                         counts, targets, keep, hashes, leaf_sums, depth, tree_depth, n_groups,
+                         largest, capacity, total, n_walked_up, first_group, last_group):
+    """Groups ``first_group, ..., last_group - 1`` of :func:`projected_oob_predictions`, each
+    with buffers of its own: group g does the subsets g, g + n_groups, ..., into their rows
+    of ``total`` and ``n_walked_up``."""
     n = X32.shape[0]
     n_trees = offsets.size - 1
     n_values = targets.shape[1]
     n_subsets = keep.shape[0]
-    total = np.zeros((n_subsets, n, n_values))
-    n_walked_up = np.zeros(n_subsets, dtype=np.int64)
-    largest = 1
-    for t in range(n_trees):
-        largest = max(largest, offsets[t + 1] - offsets[t])
-    capacity = 16
-    while capacity < 2 * n * (max_depth + 2):  # every in-bag row inserts a key per level
-        capacity *= 2
     mask = capacity - 1
-    for g in prange(n_groups):
+    for g in range(first_group, last_group):
         below = np.empty(largest, dtype=np.bool_)
         internal = np.empty((max_depth + 2, n), dtype=np.uint64)
         terminal = np.empty((max_depth + 2, n), dtype=np.uint64)
@@ -283,16 +254,51 @@ def _projected_oob_predictions(left, right, feature, threshold, missing, offsets
                         total[s, i, k] += sums[at, k] / weights[at]
                     if level < n_levels - 1:
                         n_walked_up[s] += 1
-    return total, n_walked_up
 
 
 def projected_oob_predictions(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
-                              targets: np.ndarray,
-                              keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sum over each row's out-of-bag trees of the projected tree outputs, per subset, for
-    ``forest`` (a forest view's ``packed`` field); see :func:`_projected_oob_predictions`."""
+                              targets: np.ndarray, keep: np.ndarray,
+                              n_groups: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Sum over each row's out-of-bag trees of the projected tree outputs, per subset.
+
+    Interleaved groups of subsets (at most SUBSET_GROUPS), one task each
+    (:func:`harness.core.tasks.run_tasks`) with buffers of its own; a subset's sums do not
+    depend on its group, nor on the number of threads.
+
+    Parameters
+    ----------
+    forest : PackedForest
+        A forest view's ``packed`` field.
+    counts : ndarray (n, n_trees)
+        In-bag counts; rows with count 0 are out of bag.
+    targets : ndarray (n, n_values)
+        y as a column, or the one-hot classes.
+    keep : ndarray of bool, shape (n_subsets, p)
+        The kept variables U of each subset.
+    n_groups : int, optional
+        Groups of subsets (default: SUBSET_GROUPS, or one per subset when fewer); the
+        result does not depend on it.
+
+    Returns
+    -------
+    total : ndarray (n_subsets, n, n_values)
+        Divide by each row's number of out-of-bag trees for the OOB projected forest.
+    n_walked_up : ndarray (n_subsets,)
+        How many (row, tree) predictions found no in-bag row in their projected cell and took
+        a shallower level's.
+    """
+    n = X32.shape[0]
+    n_subsets = keep.shape[0]
     tables = descent_tables(forest.left, forest.right, forest.offsets)
-    return _projected_oob_predictions(forest.left, forest.right, forest.feature,
-                                      forest.threshold, forest.missing_left, forest.offsets,
-                                      forest.max_depth, X32, counts, targets, keep, *tables,
-                                      int(max(1, min(SUBSET_GROUPS, keep.shape[0]))))
+    largest = int(max(1, np.diff(forest.offsets).max(initial=1)))
+    capacity = 16
+    while capacity < 2 * n * (forest.max_depth + 2):  # every in-bag row inserts a key per level
+        capacity *= 2
+    if n_groups is None:
+        n_groups = int(max(1, min(SUBSET_GROUPS, n_subsets)))
+    total = np.zeros((n_subsets, n, targets.shape[1]))
+    n_walked_up = np.zeros(n_subsets, dtype=np.int64)
+    run_tasks(_projected_oob_tasks, n_groups, forest.left, forest.right, forest.feature,
+              forest.threshold, forest.missing_left, forest.offsets, forest.max_depth, X32,
+              counts, targets, keep, *tables, n_groups, largest, capacity, total, n_walked_up)
+    return total, n_walked_up

@@ -27,8 +27,9 @@ background words in a fixed order).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, goes_left
 from harness.kernels.background_bits import background_directions, popcount, word_rows
 from harness.kernels.sage.tables import integrate_steps, table_value, tree_cuts
@@ -172,15 +173,18 @@ def _bitset_walk(left, right, feature, threshold, missing_left, value, direction
         steps[high + 1] -= v
 
 
-@njit(cache=True, parallel=True)
-def _marginal_kernel(left, right, feature, threshold, missing_left, value, offsets, max_depth,
-                     X32, n_background, directions, base, tables, rows, perms, columns):
+@njit(cache=True, nogil=True)
+def _marginal_tasks(left, right, feature, threshold, missing_left, value, offsets, max_depth,
+                    X32, n_background, directions, base, tables, rows, perms, columns, steps,
+                    curves, first_chunk, last_chunk):
+    """Chunks of CHUNK pairs ``first_chunk, ..., last_chunk - 1`` of :func:`marginal_curves`:
+    their step changes into ``steps``, then their curves (the running sums) into
+    ``curves``."""
     n_pairs, p = perms.shape
     n_trees = offsets.size - 1
-    steps = np.zeros((n_pairs, p + 2))
     size = 2 * max_depth + 4
-    n_chunks = (n_pairs + CHUNK - 1) // CHUNK
-    for chunk in prange(n_chunks):
+    scale = 1.0 / (n_trees * n_background)
+    for chunk in range(first_chunk, last_chunk):
         first, last = chunk * CHUNK, min(n_pairs, (chunk + 1) * CHUNK)
         ranks = np.empty((last - first, p), dtype=np.int64)
         for q in range(first, last):
@@ -202,14 +206,11 @@ def _marginal_kernel(left, right, feature, threshold, missing_left, value, offse
                     _bitset_walk(left, right, feature, threshold, missing_left, value,
                                  directions, start, word, word_rows(n_background, word), x,
                                  ranks[q - first], column, steps[q], stack)
-    curves = np.empty((n_pairs, p + 1))
-    scale = 1.0 / (n_trees * n_background)
-    for q in range(n_pairs):
-        total = 0.0
-        for k in range(p + 1):
-            total += steps[q, k]
-            curves[q, k] = total * scale
-    return curves
+        for q in range(first, last):
+            total = 0.0
+            for k in range(p + 1):
+                total += steps[q, k]
+                curves[q, k] = total * scale
 
 
 def marginal_curves(forest: PackedForest, X32: np.ndarray, Z32: np.ndarray, rows: np.ndarray,
@@ -229,6 +230,10 @@ def marginal_curves(forest: PackedForest, X32: np.ndarray, Z32: np.ndarray, rows
         setup = marginal_setup(forest, Z32)
     n_background, directions, base, tables = setup
     f = forest
-    return _marginal_kernel(f.left, f.right, f.feature, f.threshold, f.missing_left, f.value,
-                            f.offsets, f.max_depth, X32, n_background, directions, base,
-                            tables, rows, perms, columns)
+    n_pairs, p = perms.shape
+    steps = np.zeros((n_pairs, p + 2))
+    curves = np.empty((n_pairs, p + 1))
+    run_tasks(_marginal_tasks, -(-n_pairs // CHUNK), f.left, f.right, f.feature, f.threshold,
+              f.missing_left, f.value, f.offsets, f.max_depth, X32, n_background, directions,
+              base, tables, rows, perms, columns, steps, curves)
+    return curves

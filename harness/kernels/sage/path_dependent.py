@@ -28,7 +28,7 @@ The kernel returns the forest's curve (mean over trees) of one output column per
 permutation) pair: the true class's probability for cross-entropy, the regression value
 for squared error. Routing is the view's rule (:func:`harness.forest.packed.goes_left`:
 coded rows, ``x <= threshold`` or NaN where missing values go left). Pairs
-are split into groups processed in parallel (numba ``prange``); each pair's curve is
+are split into groups, one task each (:func:`harness.core.tasks.run_tasks`); each pair's curve is
 accumulated in a fixed order (trees, then depth first) that does not depend on the other
 pairs of its group, so the results do not depend on the number of threads.
 """
@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, goes_left
 from harness.kernels.sage.tables import table_value
 
@@ -303,18 +304,17 @@ def _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, fir
             curves[first + q, k] /= n_trees
 
 
-@njit(cache=True, parallel=True)
-def _path_dependent_kernel(tree, offsets, max_depth, X32, rows, perms, columns, tables,
-                           table_type, group_size):
-    n_pairs, p = perms.shape
-    curves = np.zeros((n_pairs, p + 1))
-    n_groups = (n_pairs + group_size - 1) // group_size
-    for group in prange(n_groups):
+@njit(cache=True, nogil=True)
+def _path_dependent_tasks(tree, offsets, max_depth, X32, rows, perms, columns, tables,
+                          table_type, group_size, curves, first_group, last_group):
+    """Groups of pairs ``first_group, ..., last_group - 1`` of :func:`path_dependent_curves`
+    into their rows of ``curves``."""
+    n_pairs = perms.shape[0]
+    for group in range(first_group, last_group):
         first = group * group_size
         last = min(n_pairs, first + group_size)
         _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, first, last,
                     table_type, curves)
-    return curves
 
 
 def path_dependent_curves(forest: PackedForest, fraction: np.ndarray, X32: np.ndarray,
@@ -359,5 +359,7 @@ def path_dependent_curves(forest: PackedForest, fraction: np.ndarray, X32: np.nd
     n_groups = -(-max(perms.shape[0], 1) // largest)
     n_groups = -(-n_groups // threads) * threads
     group_size = max(1, -(-perms.shape[0] // n_groups))
-    return _path_dependent_kernel(tree, offsets, max_depth, X32, rows, perms, columns,
-                                  tables, table_type, group_size)
+    curves = np.zeros((perms.shape[0], p + 1))
+    run_tasks(_path_dependent_tasks, -(-perms.shape[0] // group_size), tree, offsets,
+              max_depth, X32, rows, perms, columns, tables, table_type, group_size, curves)
+    return curves

@@ -17,8 +17,9 @@ per-node data of the path-dependent walk (cover fractions, subtree feature bit s
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest
 
 #: Trees whose cover fractions are computed together (bounds the index temporaries).
@@ -220,19 +221,12 @@ def table_value(tables, index, x_j, column):
     return steps[step_start[index] + cell, column]
 
 
-@njit(cache=True, parallel=True)
-def singleton_sums(tables, X32, columns, n_trees):
-    """Σ_t g_tj(x_ij) in output column ``columns[i]`` for every row i and feature j, (n, p).
-
-    ``tables`` in the layout of :func:`singleton_tables` (or the marginal sums of
-    :func:`harness.kernels.sage.marginal.marginal_tables`). Each column of X is sorted once and the
-    cuts of every tree are swept beside it, instead of a binary search per (row, tree,
-    feature). Each entry is summed over the trees in order, whatever the number of threads.
-    """
+@njit(cache=True, nogil=True)
+def _singleton_sums_tasks(tables, X32, columns, n_trees, out, first_task, last_task):
+    """Features ``first_task, ..., last_task - 1`` of :func:`singleton_sums` into ``out``."""
     cuts, cut_start, steps, step_start = tables
     n, p = X32.shape
-    out = np.zeros((n, p))
-    for j in prange(p):
+    for j in range(first_task, last_task):
         order = np.argsort(X32[:, j])
         for t in range(n_trees):
             index = t * p + j
@@ -247,4 +241,17 @@ def singleton_sums(tables, X32, columns, n_trees):
                 while first + cell < last and cuts[first + cell] < x:
                     cell += 1
                 out[i, j] += steps[step_start[index] + cell, columns[i]]
+
+
+def singleton_sums(tables, X32: np.ndarray, columns: np.ndarray, n_trees: int) -> np.ndarray:
+    """Σ_t g_tj(x_ij) in output column ``columns[i]`` for every row i and feature j, (n, p).
+
+    ``tables`` in the layout of :func:`singleton_tables` (or the marginal sums of
+    :func:`harness.kernels.sage.marginal.marginal_tables`). Each column of X is sorted once and the
+    cuts of every tree are swept beside it, instead of a binary search per (row, tree,
+    feature). One task per feature (:func:`harness.core.tasks.run_tasks`); each entry is
+    summed over the trees in order, whatever the number of threads.
+    """
+    out = np.zeros(X32.shape)
+    run_tasks(_singleton_sums_tasks, X32.shape[1], tables, X32, columns, n_trees, out)
     return out

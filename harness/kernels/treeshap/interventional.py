@@ -35,8 +35,9 @@ import functools
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from harness.core.tasks import run_tasks
 from harness.forest.compact import PathForest, compact_forest
 from harness.forest.packed import PackedForest, as_float32_rows, goes_left
 from harness.kernels.background_bits import background_directions, popcount, word_rows
@@ -151,30 +152,44 @@ def _explain_block(kids, feature, threshold, missing, value, offsets, max_depth,
                 side_of[:] = 0
 
 
-@njit(cache=True, parallel=True)
-def _interventional_kernel(kids, feature, threshold, missing, value, offsets, max_depth, X32,
-                           n_background, directions, weights, rows_per_block, n_groups):
-    """Sum over trees and background rows of every row's values, (n, p, n_values).
-
-    One task per (group of trees, block of rows), run in parallel; a group's sums go to an
-    array of its own (the first group's to the result) and are added in group order, so a
-    row's arithmetic is fixed by ``rows_per_block`` and ``n_groups``, which the caller
-    derives from the sizes only: the same bits on any number of threads.
-    """
-    n, p = X32.shape
-    out = np.zeros((n, p, value.shape[1]))
-    others = np.zeros((n_groups - 1, n, p, value.shape[1]))
+@njit(cache=True, nogil=True)
+def _interventional_tasks(kids, feature, threshold, missing, value, offsets, max_depth, X32,
+                          n_background, directions, weights, rows_per_block, n_groups, out,
+                          others, first, last):
+    """Tasks ``first, ..., last - 1`` of :func:`_interventional_sums`: task (group, block)
+    adds the trees of group ``group`` for the rows of block ``block`` into ``out`` (group 0)
+    or ``others[group - 1]``."""
+    n = X32.shape[0]
     n_trees = offsets.size - 1
     n_blocks = (n + rows_per_block - 1) // rows_per_block
-    for task in prange(n_groups * n_blocks):
+    for task in range(first, last):
         group, block = task // n_blocks, task % n_blocks
         _explain_block(kids, feature, threshold, missing, value, offsets, max_depth, X32,
                        n_background, directions, weights, group * n_trees // n_groups,
                        (group + 1) * n_trees // n_groups, block * rows_per_block,
                        min(n, (block + 1) * rows_per_block),
                        out if group == 0 else others[group - 1])
-    for group in range(n_groups - 1):
-        out += others[group]
+
+
+def _interventional_sums(kids, feature, threshold, missing, value, offsets, max_depth, X32,
+                         n_background, directions, weights, rows_per_block,
+                         n_groups) -> np.ndarray:
+    """Sum over trees and background rows of every row's values, (n, p, n_values).
+
+    One task per (group of trees, block of rows) (:func:`harness.core.tasks.run_tasks`); a
+    group's sums go to an array of its own (the first group's to the result) and are added
+    in group order, so a row's arithmetic is fixed by ``rows_per_block`` and ``n_groups``,
+    which the caller derives from the sizes only: the same bits on any number of threads.
+    """
+    n, p = X32.shape
+    out = np.zeros((n, p, value.shape[1]))
+    others = np.zeros((n_groups - 1, n, p, value.shape[1]))
+    n_blocks = (n + rows_per_block - 1) // rows_per_block
+    run_tasks(_interventional_tasks, n_groups * n_blocks, kids, feature, threshold, missing,
+              value, offsets, max_depth, X32, n_background, directions, weights,
+              rows_per_block, n_groups, out, others)
+    for group_sums in others:
+        out += group_sums
     return out
 
 
@@ -199,10 +214,10 @@ def interventional_shap(compact: PathForest, X: np.ndarray,
                                        forest.missing_left, forest.offsets, Z32)
     weights = shapley_weights(min(X32.shape[1], forest.max_depth) + 1)
     out_bytes = X32.shape[0] * X32.shape[1] * forest.value.shape[1] * 8
-    out = _interventional_kernel(compact.kids, compact.feature, compact.threshold,
-                                 compact.missing_left, forest.value, forest.offsets,
-                                 forest.max_depth, X32, Z32.shape[0], directions, weights,
-                                 ROWS_PER_BLOCK, tree_groups(forest.n_trees, out_bytes))
+    out = _interventional_sums(compact.kids, compact.feature, compact.threshold,
+                               compact.missing_left, forest.value, forest.offsets,
+                               forest.max_depth, X32, Z32.shape[0], directions, weights,
+                               ROWS_PER_BLOCK, tree_groups(forest.n_trees, out_bytes))
     out /= forest.n_trees * Z32.shape[0]
     return out
 

@@ -48,8 +48,9 @@ import functools
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, as_float32_rows
 from harness.kernels.tree_groups import tree_groups
 
@@ -393,36 +394,47 @@ def _explain_trees(left, right, feature, threshold, missing, cover, value, offse
                         phi[j, cls, r] = 0.0
 
 
-@njit(cache=True, parallel=True, error_model="numpy")
-def _forest_shap(left, right, feature, threshold, missing, cover, value, offsets, X32,
-                 max_depth, q_nodes, q_weights, n_chunks, n_groups, out, sweep):
-    """Sum over trees of every row's Shapley values into ``out`` (n, p, n_values).
-
-    Rows go by batches of LANES (row i always in batch i // LANES); batches are split into
-    ``n_chunks`` contiguous blocks and trees into ``n_groups`` contiguous groups, one task
-    per (group, block), run in parallel. A group's sums go to an array of its own (the first
-    group's to ``out``) and are added to ``out`` in group order at the end, so each row's
-    arithmetic is fixed by the two counts, which the caller derives from the sizes alone:
-    the result is the same bit for bit on any number of threads. Tree groups split the work
-    of few rows without building a tree's tables in more than one task.
-    """
-    n, p, width = out.shape
+@njit(cache=True, nogil=True, error_model="numpy")
+def _forest_shap_tasks(left, right, feature, threshold, missing, cover, value, offsets, X32,
+                       max_depth, q_nodes, q_weights, n_chunks, n_groups, out, others, sweep,
+                       first, last):
+    """Tasks ``first, ..., last - 1`` of :func:`forest_shap`: task (group, chunk) adds the
+    trees of group ``group`` for the rows of block ``chunk`` into ``out`` (group 0) or
+    ``others[group - 1]``."""
+    n = out.shape[0]
     n_trees = offsets.size - 1
     n_batches = (n + LANES - 1) // LANES
-    others = np.zeros((n_groups - 1, n, p, width))
-    for task in prange(n_groups * n_chunks):
+    for task in range(first, last):
         group, chunk = task // n_chunks, task % n_chunks
         _explain_trees(left, right, feature, threshold, missing, cover, value, offsets, X32,
                        max_depth, q_nodes, q_weights, group * n_trees // n_groups,
                        (group + 1) * n_trees // n_groups, chunk * n_batches // n_chunks,
                        (chunk + 1) * n_batches // n_chunks,
                        out if group == 0 else others[group - 1], sweep)
-    for group in range(n_groups - 1):
-        out += others[group]
+
+
+def forest_shap(left, right, feature, threshold, missing, cover, value, offsets, X32,
+                max_depth, q_nodes, q_weights, n_chunks, n_groups, out, sweep) -> None:
+    """Sum over trees of every row's Shapley values into ``out`` (n, p, n_values).
+
+    Rows go by batches of LANES (row i always in batch i // LANES); batches are split into
+    ``n_chunks`` contiguous blocks and trees into ``n_groups`` contiguous groups, one task
+    per (group, block) (:func:`harness.core.tasks.run_tasks`). A group's sums go to an array
+    of its own (the first group's to ``out``) and are added to ``out`` in group order at the
+    end, so each row's arithmetic is fixed by the two counts, which the caller derives from
+    the sizes alone: the result is the same bit for bit on any number of threads. Tree groups
+    split the work of few rows without building a tree's tables in more than one task.
+    """
+    others = np.zeros((n_groups - 1, *out.shape))
+    run_tasks(_forest_shap_tasks, n_groups * n_chunks, left, right, feature, threshold,
+              missing, cover, value, offsets, X32, max_depth, q_nodes, q_weights, n_chunks,
+              n_groups, out, others, sweep)
+    for group_sums in others:
+        out += group_sums
 
 
 def work_split(n_rows: int, n_trees: int, out_bytes: int) -> tuple[int, int]:
-    """``(n_chunks, n_groups)`` of :func:`_forest_shap`: blocks of CHUNK_BATCHES batches of
+    """``(n_chunks, n_groups)`` of :func:`forest_shap`: blocks of CHUNK_BATCHES batches of
     rows, and groups of trees (:func:`harness.kernels.tree_groups.tree_groups`, within
     GROUP_BUDGET). The groups fix the order in which each row's trees are added, so the
     results do not depend on the number of threads; the row blocks do not change them."""
@@ -477,7 +489,7 @@ def path_dependent_shap(forest: PackedForest, X: np.ndarray, threads: int | None
         numba.set_num_threads(threads)
     try:
         n_chunks, n_groups = work_split(n, forest.n_trees, out.nbytes)
-        _forest_shap(forest.left, forest.right, forest.feature, forest.threshold,
+        forest_shap(forest.left, forest.right, forest.feature, forest.threshold,
                      forest.missing_left, forest.cover, forest.value, forest.offsets, X32,
                      max(forest.max_depth, 1), q_nodes, q_weights, n_chunks, n_groups, out,
                      SWEEPS[sweep])
@@ -490,7 +502,7 @@ def path_dependent_shap(forest: PackedForest, X: np.ndarray, threads: int | None
 def compile_kernel() -> None:
     """Compile (or load from numba's cache) the kernel, on a one-split stump."""
     q_nodes, q_weights = gauss_legendre_table(1)
-    _forest_shap(np.array([1, -1, -1]), np.array([2, -1, -1]), np.array([0, -2, -2]),
+    forest_shap(np.array([1, -1, -1]), np.array([2, -1, -1]), np.array([0, -2, -2]),
                  np.array([0.5, -2.0, -2.0]), np.zeros(3, dtype=np.uint8),
                  np.array([2.0, 1.0, 1.0]),
                  np.array([[0.5], [0.0], [1.0]]), np.array([0, 3]),
