@@ -57,6 +57,9 @@ def _debiased_tasks(left, right, feature, threshold, missing, value, offsets, X3
         root_weight[t] = weight[0]
         if weight[0] == 0.0:
             continue
+        # summed apart and written once: neighbouring trees' rows share cache lines, and
+        # another thread may be writing the next tree's
+        tree_mdi_oob, tree_ufi = np.zeros(p), np.zeros(p)
         for node in range(size):
             if left[start + node] == -1 or weight[node] == 0.0:
                 continue
@@ -68,11 +71,11 @@ def _debiased_tasks(left, right, feature, threshold, missing, value, offsets, X3
                 share = weight[c] / weight[node]
                 for k in range(n_values):
                     drop = value[start + c, k] - value[start + node, k]
-                    mdi_oob[t, j] += total[c, k] * drop
-                    ufi[t, j] += (total[c, k] - share * total[node, k]) * drop
+                    tree_mdi_oob[j] += total[c, k] * drop
+                    tree_ufi[j] += (total[c, k] - share * total[node, k]) * drop
         for j in range(p):
-            mdi_oob[t, j] /= weight[0]
-            ufi[t, j] /= weight[0]
+            mdi_oob[t, j] = tree_mdi_oob[j] / weight[0]
+            ufi[t, j] = tree_ufi[j] / weight[0]
 
 
 def debiased_mdi_terms(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,

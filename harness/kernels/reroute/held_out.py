@@ -98,6 +98,10 @@ def _paths_by_feature(kids, feature, threshold, missing, start, X32, path, split
     return leaves
 
 
+#: Tasks per tree: blocks of contiguous features (a few per thread, for balance).
+FEATURE_BLOCKS = 8
+
+
 @njit(cache=True)
 def _keyed_permutations(seed, first_repeat, n_repeats, p, n):
     """The permutation of column j in repeat r, keyed (seed, STREAM_HELD_OUT, r, j), for the
@@ -124,12 +128,15 @@ def _tree_paths(kids, feature, threshold, missing, value, start, X32, path, spli
 
 @njit(cache=True, nogil=True)
 def _feature_tasks(kids, feature, threshold, missing, value, start, X32, path, split_row,
-                   split_depth, bucket, leaves, perms, shift, first_feature, last_feature):
-    """Features ``first_feature, ..., last_feature - 1`` of one tree: every repeat's output
-    shifts into ``shift[:, :, j]`` (features write disjoint slices: any thread count)."""
-    n = X32.shape[0]
+                   split_depth, bucket, leaves, perms, shift, n_blocks, first_block,
+                   last_block):
+    """Blocks of contiguous features ``first_block, ..., last_block - 1`` (of ``n_blocks``)
+    of one tree: every repeat's output shifts into ``shift[:, :, j]``. Features write
+    disjoint slices (the result does not depend on the blocks), and a block's features are
+    neighbours, so that two threads rarely write one cache line."""
+    n, p = X32.shape
     n_repeats, n_values = shift.shape[0], value.shape[1]
-    for j in range(first_feature, last_feature):
+    for j in range(first_block * p // n_blocks, last_block * p // n_blocks):
         task_row = np.empty(n, dtype=np.int64)
         task_node = np.empty(n, dtype=np.int64)
         task_x = np.empty(n, dtype=np.float32)
@@ -137,8 +144,8 @@ def _feature_tasks(kids, feature, threshold, missing, value, start, X32, path, s
             count = _leaving_rows(kids, threshold, missing, start, X32, path, split_row,
                                   split_depth, bucket, j, perms[r, j], task_row,
                                   task_node, task_x)
-            _finish_walks(kids, feature, threshold, missing, start, X32, j, task_row, task_node,
-                        task_x, count)
+            _finish_walks(kids, feature, threshold, missing, start, X32, j, task_row,
+                          task_node, task_x, count)
             for task in range(count):
                 row, leaf = task_row[task], task_node[task]
                 if leaf != leaves[row]:
@@ -199,12 +206,13 @@ def held_out_permutation_pass(forest: PathForest, X32: np.ndarray, seed: int,
     split_row = np.empty(n * max_depth, dtype=np.int64)
     split_depth = np.empty(n * max_depth, dtype=np.int64)
     bucket = np.zeros(p + 1, dtype=np.int64)
+    n_blocks = min(p, FEATURE_BLOCKS)
     for t in range(n_trees):
         start = offsets[t]
         leaves = _tree_paths(kids, feature, threshold, missing, value, start, X32, path,
                              split_row, split_depth, bucket, base)
-        run_tasks(_feature_tasks, p, kids, feature, threshold, missing, value, start, X32,
-                  path, split_row, split_depth, bucket, leaves, perms, shift)
+        run_tasks(_feature_tasks, n_blocks, kids, feature, threshold, missing, value, start,
+                  X32, path, split_row, split_depth, bucket, leaves, perms, shift, n_blocks)
     shift /= n_trees
     base /= n_trees
     return shift, base

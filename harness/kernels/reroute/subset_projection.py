@@ -226,6 +226,7 @@ def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_
         sums = np.empty((capacity, n_values))
         generation = 0
         for s in range(g, n_subsets, n_groups):
+            walked_up = 0  # written once: another thread counts the neighbouring subsets
             for t in range(n_trees):
                 start = offsets[t]
                 _mark_kept_below(left, right, feature, start, offsets[t + 1] - start, keep[s],
@@ -253,7 +254,8 @@ def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_
                     for k in range(n_values):
                         total[s, i, k] += sums[at, k] / weights[at]
                     if level < n_levels - 1:
-                        n_walked_up[s] += 1
+                        walked_up += 1
+            n_walked_up[s] = walked_up
 
 
 def projected_oob_predictions(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,

@@ -223,7 +223,8 @@ def table_value(tables, index, x_j, column):
 
 @njit(cache=True, nogil=True)
 def _singleton_sums_tasks(tables, X32, columns, n_trees, out, first_task, last_task):
-    """Features ``first_task, ..., last_task - 1`` of :func:`singleton_sums` into ``out``."""
+    """Features ``first_task, ..., last_task - 1`` of :func:`singleton_sums` into their rows
+    of ``out`` (p, n)."""
     cuts, cut_start, steps, step_start = tables
     n, p = X32.shape
     for j in range(first_task, last_task):
@@ -236,11 +237,11 @@ def _singleton_sums_tasks(tables, X32, columns, n_trees, out, first_task, last_t
                 i = order[r]
                 x = np.float64(X32[i, j])
                 if x != x:  # NaN (sorted last): the table's last cell
-                    out[i, j] += steps[step_start[index + 1] - 1, columns[i]]
+                    out[j, i] += steps[step_start[index + 1] - 1, columns[i]]
                     continue
                 while first + cell < last and cuts[first + cell] < x:
                     cell += 1
-                out[i, j] += steps[step_start[index] + cell, columns[i]]
+                out[j, i] += steps[step_start[index] + cell, columns[i]]
 
 
 def singleton_sums(tables, X32: np.ndarray, columns: np.ndarray, n_trees: int) -> np.ndarray:
@@ -252,6 +253,6 @@ def singleton_sums(tables, X32: np.ndarray, columns: np.ndarray, n_trees: int) -
     feature). One task per feature (:func:`harness.core.tasks.run_tasks`); each entry is
     summed over the trees in order, whatever the number of threads.
     """
-    out = np.zeros(X32.shape)
+    out = np.zeros(X32.shape[::-1])  # a row per feature: no two tasks write one cache line
     run_tasks(_singleton_sums_tasks, X32.shape[1], tables, X32, columns, n_trees, out)
-    return out
+    return np.ascontiguousarray(out.T)
