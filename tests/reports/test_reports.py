@@ -167,3 +167,62 @@ def test_empty_run_still_writes_index(tmp_path):
     page = (tmp_path / "index.html").read_text()
     assert "This report failed" not in page
     assert {p.name for p in written} >= {"results.csv", "cells.csv", "timing.csv"}
+
+
+def _files_and_page(folder) -> tuple[dict[str, bytes], str]:
+    files = {p.name: p.read_bytes() for p in folder.iterdir() if p.suffix in (".csv", ".png")}
+    page = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", "", (folder / "index.html").read_text())
+    return files, page
+
+
+def test_reports_built_in_processes_equal_the_reports_built_here(run_folder, monkeypatch):
+    """Two forked report processes write the same files, byte for byte, and the same page
+    (but its build time) as one build in the caller; a report that fails in its process is
+    still shown with its error."""
+    from harness.reports import index
+
+    def broken(results, out_dir):
+        raise RuntimeError("deliberate failure in a report")
+
+    reports = {"Broken": broken, **default_reports()}
+    monkeypatch.setattr(index, "REPORT_PROCESSES", 1)
+    build_reports(run_folder, reports=reports)
+    here = _files_and_page(run_folder)
+    monkeypatch.setattr(index, "REPORT_PROCESSES", 2)
+    assert index._report_processes(len(reports) + 2) == 2 or len(_usable()) == 1
+    build_reports(run_folder, reports=reports)
+    forked = _files_and_page(run_folder)
+    assert forked[0].keys() == here[0].keys() and len(here[0]) > 5
+    for name, content in here[0].items():
+        assert forked[0][name] == content, name
+    assert forked[1] == here[1]
+    assert "deliberate failure in a report" in forked[1]
+
+
+def _usable() -> set[int]:
+    import os
+
+    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else {0}
+
+
+def test_a_report_whose_process_dies_gets_an_error_and_the_others_are_written(run_folder,
+                                                                            monkeypatch):
+    """A report that kills its process (as a crash in native code would) is shown as
+    failed; every other report is still built, also those its crash interrupted."""
+    import os
+
+    from harness.reports import index
+
+    if index._report_processes(4) == 1:
+        pytest.skip("one core or no fork here: the reports are built in the caller")
+
+    def crashing(results, out_dir):
+        os._exit(3)
+
+    reports = {**default_reports(), "Crashing": crashing}
+    written = build_reports(run_folder, reports=reports)
+    page = (run_folder / "index.html").read_text()
+    assert "the process building this report died" in page
+    assert page.count("This report failed") == 1
+    for name in ("correlation_local_summary.csv", "timing.csv", "accuracy.csv"):
+        assert run_folder / name in written
