@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -32,6 +33,26 @@ class CellInput:
     sample_index: np.ndarray  # rows of the dataset that ``data`` holds
 
 
+def compile_ahead(method_classes,
+                  on_progress: Callable[[int, int, str], None] | None = None,
+                  processes: int | None = None) -> threading.Thread | None:
+    """Start compiling the methods' kernels into numba's on-disk cache in ``processes``
+    worker processes (None: one per usable core; :mod:`harness.run.compile`), from a
+    background thread, so that the caller can load data and fit models meanwhile; join the
+    thread it returns before :func:`prepare_methods`. None when the cache holds them all or
+    one group of kernels compiles faster in the caller (no second start-up)."""
+    method_classes = [c for c in method_classes if not c.missing_packages()]
+    if processes == 1 or cache_is_warm(method_classes):
+        return None
+    processes = min(processes or usable_cores(), len(compile_tasks(method_classes)))
+    if processes <= 1:
+        return None
+    thread = threading.Thread(target=compile_in_processes, name="harness-compile",
+                              args=(method_classes, processes, on_progress), daemon=True)
+    thread.start()
+    return thread
+
+
 def prepare_methods(method_classes, processes: int | None = 1,
                     on_progress: Callable[[int, int, str], None] | None = None) -> None:
     """Import packages and compile kernels once, before any cell is timed: in the runner
@@ -39,16 +60,14 @@ def prepare_methods(method_classes, processes: int | None = 1,
     left for the cell itself to report.
 
     ``processes`` other than 1 (None: one per usable core) first compiles the kernels into
-    numba's on-disk cache in that many worker processes (:mod:`harness.run.compile`), when
-    the cache lacks any of them; this process then loads them from the cache. ``on_progress``
+    numba's on-disk cache in that many worker processes (:func:`compile_ahead`), when the
+    cache lacks any of them; this process then loads them from the cache. ``on_progress``
     gets (methods done, methods in all, name) from that step.
     """
     method_classes = [c for c in method_classes if not c.missing_packages()]
-    if processes != 1 and not cache_is_warm(method_classes):
-        # one group of kernels compiles faster here than in a worker (no second start-up)
-        processes = min(processes or usable_cores(), len(compile_tasks(method_classes)))
-        if processes > 1:
-            compile_in_processes(method_classes, processes, on_progress)
+    compiling = compile_ahead(method_classes, on_progress, processes)
+    if compiling is not None:
+        compiling.join()
     for method_class in method_classes:
         try:
             method_class.prepare()

@@ -20,7 +20,7 @@ from harness.run.cell_result import FINAL_STATUSES, CellResult
 from harness.run.cells import Cell, expand_datasets, expand_methods, expand_models, iter_cells
 from harness.run.defaults import DEFAULT_GRID
 from harness.run.environment import describe_environment, package_versions
-from harness.run.execute import CellInput, prepare_methods
+from harness.run.execute import CellInput, compile_ahead, prepare_methods
 from harness.run.executors import make_executor
 from harness.run.executors.process import call_bounded
 from harness.run.lock import RunLock
@@ -187,11 +187,15 @@ def _run_cells(cells: list[Cell], store: Store, executor_obj, summary: RunSummar
         _count(summary, result.status)
         notify("cell", (cell, result.status))
 
+    # the kernels compile in worker processes while the data load and the models fit here
+    compiling = compile_ahead({type(cell.method) for cell in todo},
+                              lambda done, total, name: notify(
+                                  "stage", f"compiling kernels: {done}/{total} methods"))
     _refresh_truth(cells, todo, store)
     tasks = _prepare(todo, store, record, notify, limits)
-    prepare_methods({type(cell.method) for cell, _ in tasks}, processes=None,
-                    on_progress=lambda done, total, name: notify(
-                        "stage", f"compiling kernels: {done}/{total} methods"))
+    if compiling is not None:
+        compiling.join()
+    prepare_methods({type(cell.method) for cell, _ in tasks})  # loaded from the cache
     notify("stage", f"explaining {len(tasks)} cells")
     executor_obj.run(tasks, record,
                      lambda cell, fraction: notify("progress", (cell, fraction)))
