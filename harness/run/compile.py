@@ -17,8 +17,7 @@ takes one signature (inputs are canonicalised at the kernel boundary).
 Methods whose kernels live in the same modules go to the same worker, in one task (local MDI
 and Saabas share their walks: two workers would compile them twice), and the tasks go out
 largest first, to whichever worker is free (longest-processing-time order), measured by the
-number of compiled functions their modules hold (a parallel kernel counts three times: its
-compilation is the longest).
+number of compiled functions their modules hold.
 """
 
 from __future__ import annotations
@@ -96,7 +95,7 @@ def compile_tasks(method_classes: Iterable[type]) -> list[list[type]]:
         own = _own_dispatchers(method_class)
         key = frozenset(d.py_func.__module__ for d in own)
         groups.setdefault(key, []).append(method_class)
-        weights[key] = sum(1 + 2 * bool(d.targetoptions.get("parallel")) for d in own)
+        weights[key] = len(own)
     order = sorted(groups, key=lambda key: (-weights[key], _target(groups[key][0])))
     return [groups[key] for key in order]
 
