@@ -182,26 +182,48 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
             factor[i, 2, k] = g_new * over_prev
             coef[i, 1, k] = exit_coef[k] - r_prev
             coef[i, 2, k] = w * (1.0 - z_new) / g_new - r_prev
-    node = start + order
-    leaf = left[node] < 0
-    nonzero = (value[node] != 0) & leaf[:, None]
+    # the node arrays in preorder, written as loops: numba compiles array expressions
+    # (fancy indexing, broadcasting, cumsum) into seconds of machinery for a few lines
+    split_feature = np.zeros(n, dtype=np.int64)  # 0 at leaves
+    split_threshold = np.empty(n)
+    split_missing = np.empty(n, dtype=np.bool_)
     leaf_start = np.zeros(n + 1, dtype=np.int64)
-    leaf_start[1:] = np.cumsum(nonzero.sum(axis=1))
+    for i in range(n):
+        at = start + order[i]
+        split_threshold[i], split_missing[i] = threshold[at], missing[at] != 0
+        nnz = 0
+        if left[at] < 0:
+            for cls in range(value.shape[1]):
+                nnz += value[at, cls] != 0
+        else:
+            split_feature[i] = feature[at]
+        leaf_start[i + 1] = leaf_start[i] + nnz
     leaf_class = np.empty(leaf_start[n], dtype=np.int64)
     leaf_value = np.empty(leaf_start[n])
     for i in range(n):
-        at = leaf_start[i]
-        for cls in range(value.shape[1]):
-            if nonzero[i, cls]:
-                leaf_class[at], leaf_value[at] = cls, value[node[i], cls]
-                at += 1
-    split_feature = np.where(leaf, 0, feature[node])
-    marked = np.zeros(max(1, edge_feature.max() + 1), dtype=np.bool_)
+        at, entry = start + order[i], leaf_start[i]
+        if left[at] < 0:
+            for cls in range(value.shape[1]):
+                if value[at, cls] != 0:
+                    leaf_class[entry], leaf_value[entry] = cls, value[at, cls]
+                    entry += 1
+    n_marked = 1
+    for i in range(1, n):
+        n_marked = max(n_marked, edge_feature[i] + 1)
+    marked = np.zeros(n_marked, dtype=np.bool_)
     for i in range(1, n):  # the features split on, ascending (np.unique without its sort)
         marked[edge_feature[i]] = True
-    used = np.flatnonzero(marked)
-    return (m, depth, is_left, split_feature, threshold[node], missing[node] != 0,
-            edge_feature, prev_depth, factor, coef, leaf_start, leaf_class, leaf_value, used)
+    n_used = 0
+    for j in range(n_marked):
+        n_used += marked[j]
+    used = np.empty(n_used, dtype=np.int64)
+    n_used = 0
+    for j in range(n_marked):
+        if marked[j]:
+            used[n_used] = j
+            n_used += 1
+    return (m, depth, is_left, split_feature, split_threshold, split_missing, edge_feature,
+            prev_depth, factor, coef, leaf_start, leaf_class, leaf_value, used)
 
 
 @njit(cache=True, error_model="numpy", fastmath={"contract"})
