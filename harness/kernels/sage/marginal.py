@@ -32,7 +32,7 @@ from numba import njit
 from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, goes_left
 from harness.kernels.background_bits import background_directions, popcount, word_rows
-from harness.kernels.sage.tables import integrate_steps, table_value, tree_cuts
+from harness.kernels.sage.tables import count_below, integrate_steps, table_value, tree_cuts
 
 CHUNK = 32  # pairs per parallel work item
 
@@ -67,7 +67,7 @@ def _spread(left, right, feature, threshold, missing_left, value, directions, st
                     totals[last_step + 1, c] += value[at, c] * count
             continue
         if feature[at] == j:
-            cut = np.searchsorted(table, threshold[at])  # x_j <= threshold: cells <= cut
+            cut = count_below(table, 0, table.size, threshold[at])  # x_j <= cut: cells <= cut
             nan_left = missing_left[at] != 0
             children = ((left[at], low, min(high, cut), held, nan and nan_left),
                         (right[at], max(low, cut + 1), high, held, nan and not nan_left))

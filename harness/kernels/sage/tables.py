@@ -73,6 +73,57 @@ def _subtree_masks(left, right, feature, offsets, n_features):
 
 
 @njit(cache=True)
+def count_below(values, first, last, x):
+    """Number of ``values[first:last]`` (sorted ascending, no NaN) below ``x``: NumPy's
+    ``searchsorted(values[first:last], x)`` (side 'left') for a number ``x``, by bisection.
+    Written out: numba compiles ``np.searchsorted`` and ``np.sort`` into seconds of generic
+    machinery, which a fresh environment waits for (issue 22, part 1)."""
+    low, high = first, last
+    while low < high:
+        middle = (low + high) // 2
+        if values[middle] < x:
+            low = middle + 1
+        else:
+            high = middle
+    return low - first
+
+
+@njit(cache=True)
+def _before(a, b):
+    """Whether ``a`` sorts before ``b``, NaN last (NumPy's order)."""
+    return a < b or (a == a and b != b)
+
+
+@njit(cache=True)
+def _sift_down(keys, order, root, end):
+    while True:
+        child = 2 * root + 1
+        if child >= end:
+            return
+        if child + 1 < end and _before(keys[order[child]], keys[order[child + 1]]):
+            child += 1
+        if not _before(keys[order[root]], keys[order[child]]):
+            return
+        order[root], order[child] = order[child], order[root]
+        root = child
+
+
+@njit(cache=True)
+def argsort_into(keys, order):
+    """Indices that sort the 1-D ``keys`` ascending, NaN last, into ``order`` (heapsort:
+    O(n log n) without recursion; equal keys in any order, so use it where their order
+    does not matter)."""
+    n = keys.size
+    for i in range(n):
+        order[i] = i
+    for root in range(n // 2 - 1, -1, -1):
+        _sift_down(keys, order, root, n)
+    for end in range(n - 1, 0, -1):
+        order[0], order[end] = order[end], order[0]
+        _sift_down(keys, order, 0, end)
+
+
+@njit(cache=True)
 def tree_cuts(left, feature, threshold, offsets, n_features):
     """Sorted thresholds of every (tree t, feature j), row-major over index t * p + j.
 
@@ -94,7 +145,14 @@ def tree_cuts(left, feature, threshold, offsets, n_features):
         step_start[index + 1] = step_start[index] + cut_start[index + 1] + 2  # + NaN cell
         cut_start[index + 1] += cut_start[index]
     cuts = np.empty(cut_start[-1])
-    fill = cut_start[:-1].copy()
+    fill = np.empty(n_trees * p, dtype=np.int64)
+    for index in range(n_trees * p):
+        fill[index] = cut_start[index]
+    largest = 0
+    for index in range(n_trees * p):
+        largest = max(largest, cut_start[index + 1] - cut_start[index])
+    unsorted = np.empty(largest)
+    order = np.empty(largest, dtype=np.int64)
     for t in range(n_trees):
         for node in range(offsets[t], offsets[t + 1]):
             if left[node] != -1:
@@ -103,7 +161,12 @@ def tree_cuts(left, feature, threshold, offsets, n_features):
                 fill[index] += 1
         for j in range(p):
             index = t * p + j
-            cuts[cut_start[index]:fill[index]] = np.sort(cuts[cut_start[index]:fill[index]])
+            first, size = cut_start[index], fill[index] - cut_start[index]
+            for k in range(size):
+                unsorted[k] = cuts[first + k]
+            argsort_into(unsorted[:size], order[:size])
+            for k in range(size):
+                cuts[first + k] = unsorted[order[k]]
     return cuts, cut_start, step_start
 
 
@@ -183,11 +246,12 @@ def _singleton_tables(left, right, feature, threshold, missing_left, value, frac
                 if seen[j] == leaf:
                     nan_reaches = nan_in[j]
                     share = weight / product[j]
-                    table = cuts[cut_start[index]:cut_start[index + 1]]
                     if low[j] > -np.inf:
-                        first += np.searchsorted(table, low[j]) + 1
+                        first += count_below(cuts, cut_start[index], cut_start[index + 1],
+                                             low[j]) + 1
                     if high[j] < np.inf:
-                        last = step_start[index] + np.searchsorted(table, high[j])
+                        last = step_start[index] + count_below(
+                            cuts, cut_start[index], cut_start[index + 1], high[j])
                 for c in range(n_values):
                     if first <= last:
                         steps[first, c] += share * value[start + leaf, c]
@@ -217,7 +281,7 @@ def table_value(tables, index, x_j, column):
     cuts, cut_start, steps, step_start = tables
     if x_j != x_j:  # NaN: the table's last cell
         return steps[step_start[index + 1] - 1, column]
-    cell = np.searchsorted(cuts[cut_start[index]:cut_start[index + 1]], np.float64(x_j))
+    cell = count_below(cuts, cut_start[index], cut_start[index + 1], np.float64(x_j))
     return steps[step_start[index] + cell, column]
 
 
@@ -227,8 +291,12 @@ def _singleton_sums_tasks(tables, X32, columns, n_trees, out, first_task, last_t
     of ``out`` (p, n)."""
     cuts, cut_start, steps, step_start = tables
     n, p = X32.shape
+    column = np.empty(n, dtype=X32.dtype)
+    order = np.empty(n, dtype=np.int64)
     for j in range(first_task, last_task):
-        order = np.argsort(X32[:, j])
+        for i in range(n):
+            column[i] = X32[i, j]
+        argsort_into(column, order)
         for t in range(n_trees):
             index = t * p + j
             first, last = cut_start[index], cut_start[index + 1]
