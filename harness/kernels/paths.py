@@ -158,9 +158,14 @@ def _saabas_class_tasks(kids, feature, threshold, missing, value_by_class, leaf_
                         chosen, first_block, last_block):
     """Blocks of ``block`` rows ``first_block, ..., last_block - 1`` of
     :func:`_saabas_class`."""
-    n = X32.shape[0]
+    n, p = X32.shape
+    width = prediction.shape[1]
     n_trees = offsets.size - 1
-    no_prediction = np.zeros((0, prediction.shape[1]))
+    no_prediction = np.zeros((0, width))
+    guess = np.empty(block, dtype=np.int64)
+    wrong = np.empty(block, dtype=np.int64)
+    # element by element below: numba compiles whole-array expressions (fancy indexing,
+    # broadcast in-place division) into seconds of generic code
     for b in range(first_block, last_block):
         rows = np.arange(b * block, min(n, (b + 1) * block))
         if output == -1:
@@ -168,17 +173,28 @@ def _saabas_class_tasks(kids, feature, threshold, missing, value_by_class, leaf_
                        offsets[:guess_trees + 1], X32, rows, out, False, leaf_ptr, leaf_class,
                        leaf_value, prediction)
             _argmax_rows(prediction, rows, chosen)
-            prediction[rows[0]:rows[-1] + 1] = 0.0
-        guess = chosen[rows].copy()
+            for i in rows:
+                for k in range(width):
+                    prediction[i, k] = 0.0
+        for r in range(rows.size):
+            guess[r] = chosen[rows[r]]
         _walk_rows(kids, feature, threshold, missing, value_by_class, chosen, 1.0, offsets,
                    X32, rows, out, True, leaf_ptr, leaf_class, leaf_value, prediction)
-        prediction[rows[0]:rows[-1] + 1] /= n_trees
+        for i in rows:
+            for k in range(width):
+                prediction[i, k] /= n_trees
         if output == -1:
             _argmax_rows(prediction, rows, chosen)
-            wrong = rows[chosen[rows] != guess]
-            out[wrong] = 0.0
+            n_wrong = 0
+            for r in range(rows.size):
+                if chosen[rows[r]] != guess[r]:
+                    wrong[n_wrong] = rows[r]
+                    n_wrong += 1
+                    for j in range(p):
+                        out[rows[r], j] = 0.0
             _walk_rows(kids, feature, threshold, missing, value_by_class, chosen, 1.0, offsets,
-                       X32, wrong, out, True, leaf_ptr, leaf_class, leaf_value, no_prediction)
+                       X32, wrong[:n_wrong], out, True, leaf_ptr, leaf_class, leaf_value,
+                       no_prediction)
 
 
 def _saabas_class(kids, feature, threshold, missing, value_by_class, leaf_ptr, leaf_class,
