@@ -8,7 +8,6 @@ import importlib
 import pkgutil
 import threading
 
-import numba
 import numpy as np
 import pytest
 from numba import njit
@@ -16,6 +15,7 @@ from numba.core.registry import CPUDispatcher
 
 import harness
 from harness.core.tasks import run_tasks
+from tests._support.threads import on_threads
 
 
 @njit(cache=False, nogil=True)
@@ -35,22 +35,13 @@ def _failing_tasks(out, bad, first, last):
         out[task] = 1.0
 
 
-def _on_threads(count: int, call):
-    before = numba.get_num_threads()
-    numba.set_num_threads(count)
-    try:
-        return call()
-    finally:
-        numba.set_num_threads(before)
-
-
 def test_every_task_runs_once_with_the_same_bits_on_any_number_of_threads():
     x = np.random.default_rng(0).normal(size=(1001, 7))
     expected = (x * x).sum(axis=1)
     results = []
     for threads in (1, 2):
         out = np.full(x.shape[0], np.nan)
-        _on_threads(threads, lambda out=out: run_tasks(_square_tasks, x.shape[0], x, out))
+        on_threads(threads, lambda out=out: run_tasks(_square_tasks, x.shape[0], x, out))
         results.append(out)
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_allclose(results[0], expected, rtol=1e-13)
@@ -58,7 +49,7 @@ def test_every_task_runs_once_with_the_same_bits_on_any_number_of_threads():
 
 def test_no_task_is_run_for_zero_tasks_and_the_pool_has_one_thread_less():
     out = np.full(3, np.nan)
-    _on_threads(2, lambda: run_tasks(_square_tasks, 0, np.zeros((0, 1)), out))
+    on_threads(2, lambda: run_tasks(_square_tasks, 0, np.zeros((0, 1)), out))
     assert np.isnan(out).all()
     names = [t.name for t in threading.enumerate() if t.name.startswith("harness-kernel")]
     assert len(names) <= 1  # the calling thread does a share: at most threads - 1 helpers
@@ -68,7 +59,7 @@ def test_no_task_is_run_for_zero_tasks_and_the_pool_has_one_thread_less():
 def test_an_exception_in_a_task_is_raised_in_the_caller(threads):
     out = np.zeros(50)
     with pytest.raises(ValueError, match="task failed"):
-        _on_threads(threads, lambda: run_tasks(_failing_tasks, 50, out, 37))
+        on_threads(threads, lambda: run_tasks(_failing_tasks, 50, out, 37))
 
 
 def test_no_kernel_of_the_harness_is_compiled_parallel():

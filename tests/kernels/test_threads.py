@@ -22,6 +22,7 @@ import harness
 from harness.forest.view import forest_view
 from harness.kernels.reroute import projection
 from harness.kernels.treeshap import interventional, path_dependent
+from tests._support.threads import on_threads
 
 TWO = min(2, numba.config.NUMBA_NUM_THREADS)
 pytestmark = pytest.mark.skipif(TWO < 2, reason="numba runs on one thread here")
@@ -206,15 +207,6 @@ def test_sobol_projections_split_by_features_equal_one_group(monkeypatch):
         np.testing.assert_allclose(runs[(4, False), count], one, rtol=0, atol=1e-12)
 
 
-def _bits_on(count, call):
-    before = numba.get_num_threads()
-    numba.set_num_threads(count)
-    try:
-        return call()
-    finally:
-        numba.set_num_threads(before)
-
-
 @pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
 @pytest.mark.parametrize("task", ["regression", "classification"])
 def test_leaf_lookups_and_forest_outputs_give_the_bits_of_one_thread_and_the_model(task,
@@ -231,7 +223,7 @@ def test_leaf_lookups_and_forest_outputs_give_the_bits_of_one_thread_and_the_mod
     def run():
         return (view.apply(X), view.output(X), *oob_predictions(view, X))
 
-    one, two = _bits_on(1, run), _bits_on(TWO, run)
+    one, two = on_threads(1, run), on_threads(TWO, run)
     for a, b in zip(one, two, strict=True):
         np.testing.assert_array_equal(b, a)
     leaves, output, oob, n_oob = one
@@ -263,7 +255,7 @@ def test_tree_sage_tables_give_the_bits_of_one_thread(task, request):
         _, directions, base, marginal = marginal_setup(forest, view.rows(X[:70]))
         return (*tables, directions, base, *marginal)
 
-    one, two = _bits_on(1, run), _bits_on(TWO, run)
+    one, two = on_threads(1, run), on_threads(TWO, run)
     for a, b in zip(one, two, strict=True):
         np.testing.assert_array_equal(b, a)
     assert np.abs(one[2]).max() > 0  # the steps are filled
