@@ -134,7 +134,9 @@ def loss_value(code, target, prediction):
     n_classes = 2 if link == LOGISTIC else prediction.size
     top, total = 0.0, 1.0
     if link == SOFTMAX:
-        top = prediction.max()
+        top = prediction[0]  # the largest margin, written out (ndarray.max compiles slowly)
+        for k in range(1, prediction.size):
+            top = max(top, prediction[k])
         total = 0.0
         for k in range(n_classes):
             total += math.exp(prediction[k] - top)
