@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import html
 import multiprocessing
-import os
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -25,6 +24,7 @@ import pandas as pd
 
 from harness.core import registry
 from harness.core.errors import StoreDamagedError
+from harness.run.compile import usable_cores
 from harness.run.results import RunResults
 
 from .base import FIGURE_STYLE, ReportSection, figure_html, slug, table_html, write_csv
@@ -243,11 +243,7 @@ def _report_processes(n_jobs: int) -> int:
     process may use; 1 (build here) where the platform cannot fork."""
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(REPORT_PROCESSES, cores, n_jobs))
+    return max(1, min(REPORT_PROCESSES, usable_cores(), n_jobs))
 
 
 def _build_all(jobs: list[tuple[str, ReportBuilder]], results: RunResults,

@@ -27,11 +27,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, goes_left
 from harness.forest.permutations import GOLDEN64, MUL64_B, mix64
 from harness.kernels.reroute.permutation import path_pairs
-from harness.kernels.tree_groups import TREE_GROUPS
+from harness.kernels.tree_groups import TREE_GROUPS, sum_by_groups
 
 #: Bytes the groups' extra shift arrays may take together.
 GROUP_BUDGET = 8 << 20
@@ -278,11 +277,10 @@ def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarra
     n_values = forest.value.shape[1]
     n_groups, by_feature = work_split(forest.n_trees, p, n * p * n_values * 8, forest.nbytes)
     shift = np.zeros((n, p, n_values))
-    # split by trees, the first group writes shift and the others their own arrays
-    others = np.zeros((0 if by_feature else n_groups - 1, n, p, n_values))
-    run_tasks(_projected_oob_tasks, n_groups, forest.left, forest.right, forest.feature,
-              forest.threshold, forest.missing_left, forest.value, forest.offsets,
-              forest.max_depth, X32, counts, targets, n_groups, by_feature, shift, others)
-    for group_shift in others:
-        shift += group_shift
+    # split by trees, the first group writes shift and the others their own arrays; split
+    # by features, every group writes its part of shift
+    sum_by_groups(_projected_oob_tasks, n_groups, shift, 1 if by_feature else n_groups,
+                  forest.left, forest.right, forest.feature, forest.threshold,
+                  forest.missing_left, forest.value, forest.offsets, forest.max_depth, X32,
+                  counts, targets, n_groups, by_feature)
     return shift

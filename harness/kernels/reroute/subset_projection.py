@@ -292,7 +292,7 @@ def projected_oob_predictions(forest: PackedForest, X32: np.ndarray, counts: np.
     n = X32.shape[0]
     n_subsets = keep.shape[0]
     tables = descent_tables(forest.left, forest.right, forest.offsets)
-    largest = int(max(1, np.diff(forest.offsets).max(initial=1)))
+    largest = int(np.diff(forest.offsets).max(initial=1))
     capacity = 16
     while capacity < 2 * n * (forest.max_depth + 2):  # every in-bag row inserts a key per level
         capacity *= 2

@@ -37,11 +37,10 @@ import math
 import numpy as np
 from numba import njit
 
-from harness.core.tasks import run_tasks
 from harness.forest.compact import PathForest, compact_forest
 from harness.forest.packed import PackedForest, as_float32_rows, goes_left
 from harness.kernels.background_bits import background_directions, popcount, word_rows
-from harness.kernels.tree_groups import tree_groups
+from harness.kernels.tree_groups import sum_by_groups, tree_groups
 
 X_SIDE, Z_SIDE = 1, 2
 ROWS_PER_BLOCK = 32  # rows explained together, tree by tree (one parallel work item)
@@ -183,13 +182,10 @@ def _interventional_sums(kids, feature, threshold, missing, value, offsets, max_
     """
     n, p = X32.shape
     out = np.zeros((n, p, value.shape[1]))
-    others = np.zeros((n_groups - 1, n, p, value.shape[1]))
     n_blocks = (n + rows_per_block - 1) // rows_per_block
-    run_tasks(_interventional_tasks, n_groups * n_blocks, kids, feature, threshold, missing,
-              value, offsets, max_depth, X32, n_background, directions, weights,
-              rows_per_block, n_groups, out, others)
-    for group_sums in others:
-        out += group_sums
+    sum_by_groups(_interventional_tasks, n_groups * n_blocks, out, n_groups, kids, feature,
+                  threshold, missing, value, offsets, max_depth, X32, n_background,
+                  directions, weights, rows_per_block, n_groups)
     return out
 
 

@@ -50,9 +50,8 @@ import numba
 import numpy as np
 from numba import njit
 
-from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, as_float32_rows
-from harness.kernels.tree_groups import tree_groups
+from harness.kernels.tree_groups import sum_by_groups, tree_groups
 
 #: Rows explained together (last axis of the per-row buffers): they share one tree walk.
 LANES = 8
@@ -418,7 +417,7 @@ def _explain_trees(left, right, feature, threshold, missing, cover, value, offse
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _forest_shap_tasks(left, right, feature, threshold, missing, cover, value, offsets, X32,
-                       max_depth, q_nodes, q_weights, n_chunks, n_groups, out, others, sweep,
+                       max_depth, q_nodes, q_weights, n_chunks, n_groups, sweep, out, others,
                        first, last):
     """Tasks ``first, ..., last - 1`` of :func:`forest_shap`: task (group, chunk) adds the
     trees of group ``group`` for the rows of block ``chunk`` into ``out`` (group 0) or
@@ -447,12 +446,9 @@ def forest_shap(left, right, feature, threshold, missing, cover, value, offsets,
     the sizes alone: the result is the same bit for bit on any number of threads. Tree groups
     split the work of few rows without building a tree's tables in more than one task.
     """
-    others = np.zeros((n_groups - 1, *out.shape))
-    run_tasks(_forest_shap_tasks, n_groups * n_chunks, left, right, feature, threshold,
-              missing, cover, value, offsets, X32, max_depth, q_nodes, q_weights, n_chunks,
-              n_groups, out, others, sweep)
-    for group_sums in others:
-        out += group_sums
+    sum_by_groups(_forest_shap_tasks, n_groups * n_chunks, out, n_groups, left, right,
+                  feature, threshold, missing, cover, value, offsets, X32, max_depth, q_nodes,
+                  q_weights, n_chunks, n_groups, sweep)
 
 
 def work_split(n_rows: int, n_trees: int, out_bytes: int) -> tuple[int, int]:
@@ -512,9 +508,9 @@ def path_dependent_shap(forest: PackedForest, X: np.ndarray, threads: int | None
     try:
         n_chunks, n_groups = work_split(n, forest.n_trees, out.nbytes)
         forest_shap(forest.left, forest.right, forest.feature, forest.threshold,
-                     forest.missing_left, forest.cover, forest.value, forest.offsets, X32,
-                     max(forest.max_depth, 1), q_nodes, q_weights, n_chunks, n_groups, out,
-                     SWEEPS[sweep])
+                    forest.missing_left, forest.cover, forest.value, forest.offsets, X32,
+                    max(forest.max_depth, 1), q_nodes, q_weights, n_chunks, n_groups, out,
+                    SWEEPS[sweep])
     finally:
         numba.set_num_threads(previous)
     return out / forest.n_trees, expected_value(forest)
@@ -525,8 +521,8 @@ def compile_kernel() -> None:
     """Compile (or load from numba's cache) the kernel, on a one-split stump."""
     q_nodes, q_weights = gauss_legendre_table(1)
     forest_shap(np.array([1, -1, -1]), np.array([2, -1, -1]), np.array([0, -2, -2]),
-                 np.array([0.5, -2.0, -2.0]), np.zeros(3, dtype=np.uint8),
-                 np.array([2.0, 1.0, 1.0]),
-                 np.array([[0.5], [0.0], [1.0]]), np.array([0, 3]),
-                 np.array([[0.0], [1.0]], dtype=np.float32), 1, q_nodes, q_weights, 1, 1,
-                 np.zeros((2, 1, 1)), 0)
+                np.array([0.5, -2.0, -2.0]), np.zeros(3, dtype=np.uint8),
+                np.array([2.0, 1.0, 1.0]),
+                np.array([[0.5], [0.0], [1.0]]), np.array([0, 3]),
+                np.array([[0.0], [1.0]], dtype=np.float32), 1, q_nodes, q_weights, 1, 1,
+                np.zeros((2, 1, 1)), 0)
