@@ -41,7 +41,7 @@ class MDABreimanCutler(OOBMethod):
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         inputs = self.oob_inputs(model, data)
         loss = self.forest_loss(model, data.task)
-        increase, _ = self.permutation_pass(inputs, loss, rng, ensemble=False)
+        increase = self.permutation_pass(inputs, loss, rng, ensemble=False).tree_increase
         grown = inputs.inbag.oob.any(axis=0)  # a tree without OOB row cannot be scored
         increase = increase[grown]
         std = increase.std(axis=0, ddof=1) / np.sqrt(len(increase)) if len(increase) > 1 else None

@@ -7,7 +7,6 @@ import numpy as np
 from harness.core.method import ExplainData
 from harness.core.types import Importances
 from harness.estimators.oob import LOSS_PARAM, OOBMethod
-from harness.forest.inbag import oob_predictions
 from harness.forest.losses import row_loss_increases
 
 
@@ -36,10 +35,9 @@ class MDAIshwaranKogalur(OOBMethod):
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         inputs = self.oob_inputs(model, data)
         loss = self.forest_loss(model, data.task)
-        _, shift = self.permutation_pass(inputs, loss, rng, ensemble=True)
-        prediction, n_oob = oob_predictions(inputs.view, data.X)
-        increase = row_loss_increases(loss.code, inputs.targets, prediction, shift, n_oob,
-                                      np.flatnonzero(n_oob > 0))
+        walk = self.permutation_pass(inputs, loss, rng, ensemble=True)
+        increase = row_loss_increases(loss.code, inputs.targets, walk.oob_prediction,
+                                      walk.shift, walk.n_oob, np.flatnonzero(walk.n_oob > 0))
         n_rows = increase.shape[0]
         std = increase.std(axis=0, ddof=1) / np.sqrt(n_rows) if n_rows > 1 else None
         return Importances(

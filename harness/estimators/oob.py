@@ -15,7 +15,7 @@ from harness.forest.losses import LOSSES, Loss, loss_mismatch, resolve_loss, tar
 from harness.forest.packed import PackedForest
 from harness.forest.permutations import draw_seed
 from harness.forest.view import ForestView, forest_view
-from harness.kernels.reroute.permutation import oob_permutation_pass
+from harness.kernels.reroute.permutation import PermutationPass, oob_permutation_pass
 
 LOSS_PARAM = Param(
     "auto", (Options({"auto", *LOSSES}),),
@@ -78,10 +78,10 @@ class OOBMethod(LossMethod):
         forest_view(model).build("inbag", "packed")
 
     def permutation_pass(self, inputs: OOBInputs, loss: Loss, rng: np.random.Generator,
-                         ensemble: bool) -> tuple[np.ndarray, np.ndarray]:
+                         ensemble: bool) -> PermutationPass:
         """The shared OOB permutation pass (one seed drawn from the cell's generator, so the
         MDA variants permute identically): per-tree loss increases and, if ``ensemble``,
-        per-row output shifts (:func:`oob_permutation_pass`)."""
+        per-row output shifts and the OOB output (:func:`oob_permutation_pass`)."""
         return oob_permutation_pass(inputs.forest, inputs.X32, inputs.inbag.counts,
                                     inputs.targets, loss.code, draw_seed(rng), ensemble)
 

@@ -25,7 +25,7 @@ from sklearn.ensemble import (
 import harness
 from harness.core.errors import BadInputError, MethodSkipped
 from harness.forest.inbag import check_training_rows, oob_predictions
-from harness.forest.losses import TIE_MARGIN
+from harness.forest.losses import BRIER, SQUARED_ERROR, TIE_MARGIN
 from harness.forest.packed import as_float32_rows
 from harness.forest.permutations import STREAM_HELD_OUT, STREAM_OOB, draw_seed, keyed_permutation
 from harness.forest.view import forest_view
@@ -80,6 +80,28 @@ def test_oob_class_probabilities_equal_scikit_learn_exactly_with_weights(forest)
     prediction, n_oob = oob_predictions(forest_view(model), X)
     scored = n_oob > 0
     np.testing.assert_array_equal(prediction[scored], model.oob_decision_function_[scored])
+
+
+@pytest.mark.parametrize("forest", [RandomForestRegressor, RandomForestClassifier])
+def test_the_permutation_pass_gives_the_oob_output_of_scikit_learn_exactly(forest):
+    """``mda_ik`` reads the forest's OOB output from the leaves its permutation pass walks;
+    it must be scikit-learn's ``oob_prediction_`` / ``oob_decision_function_`` to the bit
+    (each row's OOB trees added in tree order from 0.0), with the OOB tree counts of the
+    in-bag bookkeeping, and NaN where no tree left the row out."""
+    X, y = load_iris(return_X_y=True)
+    model = forest(n_estimators=12, oob_score=True, max_samples=0.9, random_state=4).fit(X, y)
+    view = forest_view(model)
+    loss = SQUARED_ERROR if view.classes is None else BRIER
+    walk = oob_permutation_pass(view.packed, view.rows(X), view.inbag.counts,
+                                y.astype(np.float64), loss, 5, True)
+    expected = (model.oob_prediction_[:, None] if view.classes is None
+                else model.oob_decision_function_)
+    scored = walk.n_oob > 0
+    assert 0 < (~scored).sum() < 20  # 12 trees: a few rows are in every bag
+    np.testing.assert_array_equal(walk.oob_prediction[scored], expected[scored])
+    assert np.all(np.isnan(walk.oob_prediction[~scored]))
+    np.testing.assert_array_equal(walk.n_oob, (view.inbag.counts == 0).sum(axis=1))
+    assert walk.shift.shape == (len(X), X.shape[1], expected.shape[1])
 
 
 def test_training_rows_are_checked(regression_forest):
@@ -208,8 +230,8 @@ def test_held_out_repeats_do_not_depend_on_their_blocks(classification_forest):
 def test_trees_that_never_split_on_a_feature_contribute_exactly_zero(regression_forest):
     model, X, y = regression_forest
     forest = forest_view(model).packed
-    increase, shift = oob_permutation_pass(forest, as_float32_rows(X),
-                                           forest_view(model).inbag.counts, y, 0, 123, True)
+    increase = oob_permutation_pass(forest, as_float32_rows(X), forest_view(model).inbag.counts,
+                                    y, 0, 123, True).tree_increase
     unused = 0
     for t in range(forest.n_trees):
         absent = np.setdiff1d(np.arange(X.shape[1]), forest.tree_features(t))

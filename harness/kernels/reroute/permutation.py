@@ -9,6 +9,8 @@ value. Trees or rows that never meet j cost nothing and contribute exactly 0.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -81,15 +83,22 @@ def _oob_permutation_pass(left, right, feature, threshold, missing, value, offse
 
     - ``tree_increase`` (n_trees, p): e_tj - e_t, the mean over O_t of the loss of tree t on
       the permuted rows minus on the original rows (Breiman-Cutler);
-    - ``shift`` (n, p, n_values) if ``want_ensemble``: the sum over row i's OOB trees of the
+    - ``shift`` (p, n, n_values) if ``want_ensemble``: the sum over row i's OOB trees of the
       tree output on the permuted row minus on the original row (Ishwaran-Kogalur), else an
-      empty array.
+      empty array; feature-major, so that one (tree, feature) writes its rows in order;
+    - ``oob_total`` (n, n_values) and ``n_oob`` (n,) if ``want_ensemble``: the sum over row
+      i's OOB trees of the tree outputs, in tree order from 0.0 (the bits of
+      :func:`harness.forest.packed.packed_oob_output`), and how many trees it is over, from
+      the leaves this pass walks anyway.
     """
     n, p = X32.shape
     n_trees = offsets.size - 1
     n_values = value.shape[1]
     tree_increase = np.zeros((n_trees, p))
-    shift = np.zeros((n if want_ensemble else 0, p, n_values))
+    n_kept = n if want_ensemble else 0
+    shift = np.zeros((p, n_kept, n_values))
+    oob_total = np.zeros((n_kept, n_values))
+    n_oob = np.zeros(n_kept, dtype=np.int64)
     rows_buffer = np.empty(n, dtype=np.int64)
     perm = np.empty(n, dtype=np.int64)
     for t in range(n_trees):
@@ -104,6 +113,12 @@ def _oob_permutation_pass(left, right, feature, threshold, missing, value, offse
         rows = rows_buffer[:m]
         leaves, pair_row, pair_node, order, bucket = path_pairs(
             left, right, feature, threshold, missing, start, X32, rows, p, m * (max_depth + 1))
+        if want_ensemble:
+            for a in range(m):
+                at = start + leaves[a]
+                for c in range(n_values):
+                    oob_total[rows[a], c] += value[at, c]
+                n_oob[rows[a]] += 1
         for j in range(p):
             if bucket[j + 1] == bucket[j]:
                 continue
@@ -122,17 +137,37 @@ def _oob_permutation_pass(left, right, feature, threshold, missing, value, offse
                           - loss_value(loss_code, targets[row], old))
                 if want_ensemble:
                     for c in range(n_values):
-                        shift[row, j, c] += new[c] - old[c]
+                        shift[j, row, c] += new[c] - old[c]
             tree_increase[t, j] = total / m
-    return tree_increase, shift
+    return tree_increase, shift, oob_total, n_oob
+
+
+class PermutationPass(NamedTuple):
+    """What :func:`oob_permutation_pass` returns; the last three are empty unless the
+    ensemble outputs were asked for."""
+
+    #: (n_trees, p): per-tree loss increases (Breiman-Cutler)
+    tree_increase: np.ndarray
+    #: (n, p, n_values): per-row output shifts summed over the row's OOB trees
+    shift: np.ndarray
+    #: (n, n_values): the forest's OOB output, NaN for a row no tree left out (as
+    #: :func:`harness.forest.inbag.oob_predictions`, to the bit)
+    oob_prediction: np.ndarray
+    #: (n,): the number of OOB trees of each row
+    n_oob: np.ndarray
 
 
 def oob_permutation_pass(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
                          targets: np.ndarray, loss_code: int, seed: int,
-                         want_ensemble: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Per-tree loss increases and per-row output shifts under OOB permutations of ``forest``
-    (a forest view's ``packed`` field); see :func:`_oob_permutation_pass`."""
-    return _oob_permutation_pass(forest.left, forest.right, forest.feature, forest.threshold,
-                                 forest.missing_left, forest.value, forest.offsets,
-                                 forest.max_depth, X32, counts, targets, loss_code, seed,
-                                 want_ensemble)
+                         want_ensemble: bool) -> PermutationPass:
+    """Per-tree loss increases and, if ``want_ensemble``, per-row output shifts and the OOB
+    output under OOB permutations of ``forest`` (a forest view's ``packed`` field); see
+    :func:`_oob_permutation_pass`."""
+    tree_increase, shift, total, n_oob = _oob_permutation_pass(
+        forest.left, forest.right, forest.feature, forest.threshold, forest.missing_left,
+        forest.value, forest.offsets, forest.max_depth, X32, counts, targets, loss_code, seed,
+        want_ensemble)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prediction = total / n_oob[:, None]
+    return PermutationPass(tree_increase, np.ascontiguousarray(shift.transpose(1, 0, 2)),
+                           prediction, n_oob)
