@@ -8,9 +8,13 @@ from harness.core.method import ExplainData
 from harness.core.params import Interval, NoneValue, Options, Param
 from harness.core.types import Importances
 from harness.estimators.oob import OOBMethod
-from harness.estimators.shaff import default_n_subsets, design, shapley_operator
+from harness.estimators.shaff import (
+    default_n_subsets,
+    design,
+    projected_game,
+    shapley_operator,
+)
 from harness.forest.inbag import target_matrix
-from harness.kernels.reroute.subset_projection import projected_oob_predictions
 
 
 class SHAFF(OOBMethod):
@@ -92,24 +96,17 @@ class SHAFF(OOBMethod):
         subsets = design(forest, n_subsets, self.params["path_depth"], rng,
                          self.params["sampling"])
         players = subsets.players
-        # the empty and the full set last: v̂(U) − v̂(∅) is the game (v(∅) = 0 by definition)
-        keep = np.vstack([subsets.keep, np.zeros((2, p), dtype=bool)])
-        keep[-1] = True
-        targets = target_matrix(inputs.view, data.y)
-        total, n_walked_up = projected_oob_predictions(forest, inputs.X32, inputs.inbag.counts,
-                                                       targets, keep)
+        # the full set last: v̂(U) − v̂(∅) is the game (v(∅) = 0 by definition)
+        keep = np.vstack([subsets.keep, np.ones((1, p), dtype=bool)])
         n_oob = inputs.inbag.n_oob_trees
-        scored = n_oob > 0
-        projected = total[:, scored] / n_oob[scored, None]
-        errors = ((targets[scored][None] - projected) ** 2).sum(axis=2)
-        variance = float(targets.var(axis=0, ddof=1).sum())
-        explained = 1.0 - errors / variance  # per-row terms of v̂(U), shape (m + 2, |I|)
-        game = explained - explained[-2]
+        game = projected_game(forest, inputs.X32, inputs.inbag.counts, n_oob,
+                              target_matrix(inputs.view, data.y), keep)
         # null players (never split on) get exactly 0; the others share v̂(all)
-        per_row = np.zeros((p, game.shape[1]))
+        per_row = np.zeros((p, game.terms.shape[1]))
         if players.any():
             operator, full_weight = shapley_operator(subsets.keep[:, players], subsets.weight)
-            per_row[players] = operator @ game[:-2] + full_weight[:, None] * game[-1]
+            per_row[players] = (operator @ game.terms[:-1]
+                                + full_weight[:, None] * game.terms[-1])
         n_rows = per_row.shape[1]
         std = per_row.std(axis=1, ddof=1) / np.sqrt(n_rows) if n_rows > 1 else None
         return Importances(
@@ -123,8 +120,8 @@ class SHAFF(OOBMethod):
                    "sampling": self.params["sampling"],
                    "n_players": int(players.sum()),
                    "all_subsets": bool(subsets.enumerated),
-                   "explained_variance": float(game[-1].mean()),
-                   "v_empty": float(explained[-2].mean()),
-                   "walked_up_share": float(n_walked_up.sum()
-                                            / max(1, keep.shape[0] * n_oob.sum()))},
+                   "explained_variance": float(game.terms[-1].mean()),
+                   "v_empty": game.v_empty,
+                   "walked_up_share": float(game.walked_up.sum()
+                                            / max(1, (keep.shape[0] + 1) * n_oob.sum()))},
         )

@@ -12,11 +12,17 @@ two steps apart, on the page's p = 200 design (5 independent blocks of 40 at ρ 
 ``design``
     SHAFF on one forest under three seeds of its subset design and with K = 16 000 subsets,
     summed by block: how much of the error the sampling of subsets (step 1) and the
-    regression (step 3) account for.
+    regression (step 3) account for;
+``forests``
+    SHAFF (its defaults) on forests of other mtry (√p, p/3, p) and leaf sizes at the given n,
+    summed by block, with the mean effect of X1's block-mates (exact 0.010) and of the weak
+    signals (exact 0.015), and how many of the exact top five it shares: whether another
+    forest than the page's puts the weak signals above X1's block-mates.
 
 Run from the repository root, e.g. ``python docs/experiments/shaff_p200.py game --n 3000``
-(seconds) or ``... design --n 1000`` (about 3 minutes on 2 cores). It reads the projection
-kernel directly, which a reproduction page may not (the targets' import contract).
+(seconds), ``... design --n 1000`` (about 3 minutes on 2 cores) or ``... forests --n 1000``
+(about 30 s per forest at 100 trees). It reads SHAFF's step 2
+directly, which a reproduction page may not (the targets' import contract).
 """
 
 from __future__ import annotations
@@ -24,12 +30,13 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from sklearn.ensemble import RandomForestRegressor
 
 import harness
 from harness.datasets.linear_gaussian import block_equicorrelation
+from harness.estimators.shaff import projected_game as shaff_game
 from harness.forest.inbag import target_matrix
 from harness.forest.view import forest_view
-from harness.kernels.reroute.subset_projection import projected_oob_predictions
 from harness.reports.targets._shaff_blocks import page_forest
 from harness.reports.targets.benard2022_shaff import Setting
 
@@ -59,17 +66,11 @@ def exact_game(keep: np.ndarray, coef: np.ndarray) -> np.ndarray:
 
 
 def projected_game(model, X, y, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """v̂(U) − v̂(∅) for each row of ``keep`` and each set's walked-up share."""
+    """v̂(U) − v̂(∅) for each row of ``keep`` (SHAFF step 2) and each set's walked-up share."""
     view = forest_view(model)
-    keep = np.vstack([keep, np.zeros(P, dtype=bool)])
-    targets = target_matrix(view, y)
-    total, walked = projected_oob_predictions(view.packed, view.rows(X), view.inbag.counts,
-                                              targets, keep)
-    n_oob = view.inbag.n_oob_trees
-    scored = n_oob > 0
-    errors = ((targets[scored, 0] - total[:, scored, 0] / n_oob[scored]) ** 2).mean(axis=1)
-    explained = 1.0 - errors / targets.var(ddof=1)
-    return explained[:-1] - explained[-1], walked[:-1] / n_oob.sum()
+    game = shaff_game(view.packed, view.rows(X), view.inbag.counts, view.inbag.n_oob_trees,
+                      target_matrix(view, y), keep)
+    return game.terms.mean(axis=1), game.walked_up / view.inbag.n_oob_trees.sum()
 
 
 def run_game(model, dataset, coef) -> None:
@@ -101,15 +102,42 @@ def run_design(model, dataset) -> None:
               f"blocks 2-5 {values[BLOCK:].sum():.3f}")
 
 
+#: (mtry, min_samples_leaf) of the ``forests`` part; ``forests --min-samples-leaf L`` runs L
+FOREST_SETTINGS = (("sqrt", 5), (0.33, 5), (1.0, 5), (0.33, 20))
+
+
+def run_forests(dataset, n_trees: int, seed: int, leaves: list[int]) -> None:
+    truth = dataset.truth.quantities["shapley_effect"].values
+    settings = FOREST_SETTINGS if not leaves else tuple((0.33, leaf) for leaf in leaves)
+    for mtry, leaf in settings:
+        model = RandomForestRegressor(n_estimators=n_trees, max_features=mtry,
+                                      min_samples_leaf=leaf, random_state=seed,
+                                      n_jobs=2).fit(dataset.X, dataset.y)
+        result = harness.explain("shaff", model, dataset.X, dataset.y, seed=seed)
+        values = np.asarray(result.values)
+        mates = np.delete(np.arange(BLOCK), 0)
+        top = len(set(np.argsort(-values)[:5]) & set(np.argsort(-truth)[:5]))
+        print(f"mtry {mtry}, leaf {leaf}: X1 {values[0]:.4f}, X1's block-mates "
+              f"{values[mates].mean():.4f}, weak signals {values[BLOCK::BLOCK].mean():.4f}, "
+              f"block 1 {values[:BLOCK].sum():.3f}, blocks 2-5 {values[BLOCK:].sum():.3f}, "
+              f"max |error| {np.abs(values - truth).max():.4f}, top five {top} of 5, walked "
+              f"up {result.extra['walked_up_share']:.0%}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=["game", "design"])
+    parser.add_argument("part", choices=["game", "design", "forests"])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--trees", type=int, default=100)
     parser.add_argument("--min-samples-leaf", type=int, default=5)
+    parser.add_argument("--leaves", type=int, nargs="*", default=[],
+                        help="forests: these leaf sizes at mtry p/3 instead of the settings")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     dataset, coef = design_data(args.n, args.seed)
+    if args.part == "forests":
+        run_forests(dataset, args.trees, args.seed, args.leaves)
+        return
     model = page_forest(dataset, args.trees, args.seed, args.min_samples_leaf)
     print(f"n = {args.n}, {args.trees} trees, depth "
           f"{max(tree.get_depth() for tree in model.estimators_)}")

@@ -7,8 +7,8 @@ random Forests", AISTATS 2022 (arXiv 2105.11724), Sec. 3; seed 002 (Scornet's sl
 1. K subsets U are drawn and each is paired with its complement. The paper draws them from
    the frequencies p̂(U) of the variable sets met along the forest's root-to-node paths
    (``sampling="paths"``, nodes of depth 1 to ``path_depth``).
-2. (:mod:`harness.kernels.reroute.subset_projection`) v̂(U), the out-of-bag explained
-   variance of the forest projected on U.
+2. (:func:`projected_game`, on :mod:`harness.kernels.reroute.subset_projection`) v̂(U),
+   the out-of-bag explained variance of the forest projected on U.
 3. Sh = argmin_β (1/K) Σ_U w(U) / p̂(U) (v̂(U) − β·1_U)², with the Shapley kernel
    w(U) = (p − 1) / (C(p, |U|) |U| (p − |U|)) (Lundberg & Lee 2017) and the efficiency
    constraint Σ_j β_j = v̂({1..p}).
@@ -64,6 +64,7 @@ import numpy as np
 
 from harness.core.errors import InvalidParameterError
 from harness.forest.packed import PackedForest
+from harness.kernels.reroute.subset_projection import projected_oob_predictions
 
 
 @dataclass
@@ -333,3 +334,55 @@ def shapley_operator(keep: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, 
     rhs[:p] = 2.0 * (centred * w[:, None]).T
     operator = np.linalg.solve(kkt, rhs)[:p]
     return operator, np.full(p, 1.0 / p)
+
+
+@dataclass(frozen=True)
+class ProjectedGame:
+    """v̂(U) − v̂(∅) of :func:`projected_game`, term by term over the scored rows."""
+
+    #: (n_sets, n_scored): row i's term of v̂(U) − v̂(∅), 1 − (squared error of the projected
+    #: forest on U) / Σ_k V(target_k), minus the same on no variable; v̂(U) − v̂(∅) is the
+    #: row mean
+    terms: np.ndarray
+    #: v̂(∅), the projection on no variable (the trees' in-bag means), over the same rows
+    v_empty: float
+    #: (n_sets,): projected (row, tree) predictions that found no in-bag row in their cell
+    #: and took a shallower level's (the Sobol-MDA reference rule)
+    walked_up: np.ndarray
+
+
+def projected_game(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
+                   n_oob: np.ndarray, targets: np.ndarray, keep: np.ndarray) -> ProjectedGame:
+    """SHAFF step 2: the game v̂(U) − v̂(∅) of the out-of-bag forest projected on each U.
+
+    v̂(U) = 1 − Σ_i ‖target_i − m̂_U^OOB(X_i)‖² / (|I| Σ_k V(target_k)) over the rows I with
+    an out-of-bag tree (Bénard et al. 2022, Sec. 3, Eq. of v̂_{M,n}; for classes, the Brier
+    score of the projected class probabilities). It is taken relative to v̂(∅) because the
+    game must have v(∅) = 0, and the OOB error of the in-bag means is slightly above
+    Σ_k V(target_k).
+
+    Parameters
+    ----------
+    forest : PackedForest
+        A forest view's ``packed`` field.
+    X32 : ndarray (n, p)
+        The training rows, coded.
+    counts : ndarray (n, n_trees)
+        In-bag counts.
+    n_oob : ndarray (n,)
+        Each row's number of out-of-bag trees.
+    targets : ndarray (n, n_values)
+        y as a column, or the one-hot classes.
+    keep : ndarray of bool (n_sets, p)
+        The kept variables U of each set.
+    """
+    p = keep.shape[1]
+    with_empty = np.vstack([keep, np.zeros((1, p), dtype=bool)])
+    total, n_walked_up = projected_oob_predictions(forest, X32, counts, targets, with_empty)
+    scored = n_oob > 0
+    projected = total[:, scored] / n_oob[scored, None]
+    errors = ((targets[scored][None] - projected) ** 2).sum(axis=2)
+    variance = float(targets.var(axis=0, ddof=1).sum())
+    explained = 1.0 - errors / variance
+    return ProjectedGame(terms=explained[:-1] - explained[-1],
+                         v_empty=float(explained[-1].mean()), walked_up=n_walked_up[:-1])
