@@ -5,8 +5,9 @@ over the blocks: v(block 1) = v(blocks 2-5) = 0.45, v(all) = 0.9, and each block
 effects sum to its v. SHAFF's effects are summed by block, beside its v̂(all) (the
 out-of-bag forest's explained share, Bénard et al. 2022, step 2) and the share of its
 projected predictions that found no in-bag row in their cell and took a shallower level (the
-Sobol-MDA reference rule). One forest per n, the page's (mtry = p/3, min_samples_leaf = 5),
-at fewer trees than the page's main run, since SHAFF's cost grows with n.
+Sobol-MDA reference rule). One forest per row, the page's (mtry = p/3, min_samples_leaf = 5)
+over n, then one whose leaves grow with n, at fewer trees than the page's main run, since
+SHAFF's cost grows with n.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class BlockRow:
 
     n: int
     n_trees: int
+    min_samples_leaf: int
     depth: int
     v_all: float
     walked_up: float
@@ -42,18 +44,19 @@ class BlockRow:
 
 def page_forest(dataset, n_trees: int, seed: int,
                 min_samples_leaf: int = 5) -> RandomForestRegressor:
-    """The page's forest, fitted on ``dataset``: mtry = p/3, min_samples_leaf = 5 (another
-    leaf size for the exploratory runs only)."""
+    """The page's forest, fitted on ``dataset``: mtry = p/3, min_samples_leaf = 5 (larger
+    leaves for the by-block row whose leaves grow with n, and the exploratory runs)."""
     return RandomForestRegressor(n_estimators=n_trees, max_features=0.33,
                                  min_samples_leaf=min_samples_leaf,
                                  random_state=seed).fit(dataset.X, dataset.y)
 
 
-def block_row(dataset, n_trees: int, seed: int) -> BlockRow:
-    """Fit the page's forest on ``dataset`` (5 equal blocks, the signals first in each) and
-    sum SHAFF's effects (its defaults) by block."""
+def block_row(dataset, n_trees: int, seed: int, min_samples_leaf: int = 5) -> BlockRow:
+    """Fit the page's forest on ``dataset`` (5 equal blocks, the signals first in each), with
+    leaves of at least ``min_samples_leaf`` rows, and sum SHAFF's effects (its defaults) by
+    block."""
     block = dataset.n_features // 5
-    model = page_forest(dataset, n_trees, seed)
+    model = page_forest(dataset, n_trees, seed, min_samples_leaf)
     start = time.perf_counter()
     result = harness.explain("shaff", model, dataset.X, dataset.y, seed=seed)
     seconds = time.perf_counter() - start
@@ -61,7 +64,7 @@ def block_row(dataset, n_trees: int, seed: int) -> BlockRow:
     truth = dataset.truth.quantities["shapley_effect"].values
     signals = np.arange(block, dataset.n_features, block)
     shared = len(set(np.argsort(-values)[:5]) & set(np.argsort(-truth)[:5]))
-    return BlockRow(n=dataset.n_samples, n_trees=n_trees,
+    return BlockRow(n=dataset.n_samples, n_trees=n_trees, min_samples_leaf=min_samples_leaf,
                     depth=max(tree.get_depth() for tree in model.estimators_),
                     v_all=float(result.extra["explained_variance"]),
                     walked_up=float(result.extra["walked_up_share"]),

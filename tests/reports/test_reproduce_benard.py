@@ -55,3 +55,25 @@ def test_the_block_sums_share_the_explained_variance_of_the_same_explain():
     assert row.sum_block1 + row.sum_rest == pytest.approx(row.v_all, abs=1e-12)
     assert 0.0 < row.v_all < 1.0 and 0.0 <= row.walked_up <= 1.0
     assert 0 <= row.shared_top5 <= 5
+
+
+def test_the_by_block_note_follows_its_numbers():
+    """The full-scale by-block note (too slow for the suite) from rows made up here: the
+    trend between the first and last rows of leaves of 5 is read from blocks 2-5's distance
+    to 0.45, and a row of larger leaves gets its own sentence with its own figures."""
+    from harness.reports.targets._shaff_blocks import BlockRow
+    from harness.reports.targets.benard2022_shaff import Benard2022SHAFF
+
+    def row(n, leaf, rest, top5):
+        return BlockRow(n=n, n_trees=10, min_samples_leaf=leaf, depth=9, v_all=0.8,
+                        walked_up=0.25, sum_block1=0.8 - rest, sum_rest=rest, x1=0.07,
+                        weak_signals=0.011, shared_top5=top5, seconds=1.0)
+
+    away = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), row(3000, 5, 0.19, 1)])
+    assert "moved away from its exact 0.45 (0.290 → 0.190)" in away
+    assert "leaves that grow" not in away
+    closer = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), row(3000, 5, 0.40, 2),
+                                        row(30_000, 300, 0.36, 5)])
+    assert "came closer to its exact 0.45 (0.290 → 0.400)" in closer
+    assert "min_samples_leaf 300 at n = 30000" in closer
+    assert "top five shares 5 of 5 (against 1 at n = 1000)" in closer
