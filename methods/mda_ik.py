@@ -37,7 +37,8 @@ class MDAIshwaranKogalur(OOBMethod):
         loss = self.forest_loss(model, data.task)
         walk = self.permutation_pass(inputs, loss, rng, ensemble=True)
         increase = row_loss_increases(loss.code, inputs.targets, walk.oob_prediction,
-                                      walk.shift, walk.n_oob, np.flatnonzero(walk.n_oob > 0))
+                                      walk.shift, walk.n_oob, np.flatnonzero(walk.n_oob > 0),
+                                      True)
         n_rows = increase.shape[0]
         std = increase.std(axis=0, ddof=1) / np.sqrt(n_rows) if n_rows > 1 else None
         return Importances(

@@ -64,7 +64,7 @@ class MDATrainTest(LossMethod):
         for first in range(0, n_repeats, block):
             shift, base = held_out_permutation_pass(view.paths, X32, seed, first,
                                                     min(block, n_repeats - first))
-            repeats.extend(row_loss_increases(loss.code, targets, base, one, ones, rows)
+            repeats.extend(row_loss_increases(loss.code, targets, base, one, ones, rows, False)
                            .mean(axis=0) for one in shift)
             del shift, base  # before the next block is allocated
         repeats = np.array(repeats)

@@ -60,7 +60,7 @@ class SobolMDA(OOBMethod):
         code = BRIER if inputs.forest.classifier else SQUARED_ERROR
         variance = float(targets.var(axis=0, ddof=1).sum())
         increase = row_loss_increases(code, inputs.targets, prediction, shift, n_oob,
-                                      np.flatnonzero(n_oob > 0))
+                                      np.flatnonzero(n_oob > 0), False)
         increase /= variance
         n_rows = increase.shape[0]
         std = increase.std(axis=0, ddof=1) / np.sqrt(n_rows) if n_rows > 1 else None

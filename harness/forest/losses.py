@@ -179,12 +179,15 @@ def loss_table(code, targets, predictions):
 
 
 @njit(cache=True)
-def row_loss_increases(code, targets, base, shift, n_oob, rows):
+def row_loss_increases(code, targets, base, shift, n_oob, rows, feature_major):
     """loss(base_i + shift_ij / n_oob_i) − loss(base_i) for each row i of ``rows`` and every
     feature j, (len(rows), p), without (n, p, n_values) temporaries: the ensemble-level OOB
     increases of ``mda_ik`` and ``sobol_mda`` (``shift`` summed over each row's OOB trees),
-    and, with ``n_oob`` all ones, the held-out increases of ``mda_test``."""
-    p, n_values = shift.shape[1], shift.shape[2]
+    and, with ``n_oob`` all ones, the held-out increases of ``mda_test``. ``shift`` is
+    (n, p, n_values), or (p, n, n_values) if ``feature_major`` (as the MDA permutation pass
+    writes it), read in place."""
+    p = shift.shape[0] if feature_major else shift.shape[1]
+    n_values = shift.shape[2]
     out = np.empty((rows.size, p))
     moved = np.empty(n_values)
     for r in range(rows.size):
@@ -192,7 +195,8 @@ def row_loss_increases(code, targets, base, shift, n_oob, rows):
         base_loss = loss_value(code, targets[i], base[i])
         for j in range(p):
             for c in range(n_values):
-                moved[c] = base[i, c] + shift[i, j, c] / n_oob[i]
+                moved_by = shift[j, i, c] if feature_major else shift[i, j, c]
+                moved[c] = base[i, c] + moved_by / n_oob[i]
             out[r, j] = loss_value(code, targets[i], moved) - base_loss
     return out
 

@@ -101,7 +101,7 @@ def test_the_permutation_pass_gives_the_oob_output_of_scikit_learn_exactly(fores
     np.testing.assert_array_equal(walk.oob_prediction[scored], expected[scored])
     assert np.all(np.isnan(walk.oob_prediction[~scored]))
     np.testing.assert_array_equal(walk.n_oob, (view.inbag.counts == 0).sum(axis=1))
-    assert walk.shift.shape == (len(X), X.shape[1], expected.shape[1])
+    assert walk.shift.shape == (X.shape[1], len(X), expected.shape[1])
 
 
 def test_training_rows_are_checked(regression_forest):

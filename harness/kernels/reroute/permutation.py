@@ -148,7 +148,8 @@ class PermutationPass(NamedTuple):
 
     #: (n_trees, p): per-tree loss increases (Breiman-Cutler)
     tree_increase: np.ndarray
-    #: (n, p, n_values): per-row output shifts summed over the row's OOB trees
+    #: (p, n, n_values): per-row output shifts summed over the row's OOB trees, feature-major
+    #: (``row_loss_increases(..., feature_major=True)`` reads it in place)
     shift: np.ndarray
     #: (n, n_values): the forest's OOB output, NaN for a row no tree left out (as
     #: :func:`harness.forest.inbag.oob_predictions`, to the bit)
@@ -169,5 +170,4 @@ def oob_permutation_pass(forest: PackedForest, X32: np.ndarray, counts: np.ndarr
         want_ensemble)
     with np.errstate(invalid="ignore", divide="ignore"):
         prediction = total / n_oob[:, None]
-    return PermutationPass(tree_increase, np.ascontiguousarray(shift.transpose(1, 0, 2)),
-                           prediction, n_oob)
+    return PermutationPass(tree_increase, shift, prediction, n_oob)
