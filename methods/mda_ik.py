@@ -20,9 +20,10 @@ class MDAIshwaranKogalur(OOBMethod):
     V[Y] ST_j as M → ∞ (Prop. 1 (iii); the ``mda_ik_limit`` truth in general). ``std`` is the
     standard error of the mean over the rows of I.
 
-    Complexity: as ``mda_bc``, O(T n_oob D (1 + F_D)) re-routing, plus an OOB prediction
-    O(n T D) and O(n p) for the (n, p) output shifts and the per-(row, feature) OOB losses,
-    which dominates the growth in p from p ≈ 10³ on (at n = 1000, T = 100, D = 8).
+    Complexity: as ``mda_bc``, O(T n_oob D (1 + F_D)) re-routing (the forest's OOB output is
+    read from the leaves that walk reaches), plus O(n p) for the (p, n) output shifts and the
+    per-(row, feature) OOB losses, which dominates the growth in p from p ≈ 10³ on (at
+    n = 1000, T = 100, D = 8).
     """
 
     name = "mda_ik"

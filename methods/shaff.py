@@ -48,8 +48,8 @@ class SHAFF(OOBMethod):
     is within 0.008 of the closed form. Leaves that grow with n (populated cells, as the
     consistency theorem's (A3) asks) bring the ranking back: at n = 3·10⁴ with
     min_samples_leaf 300 the top five is the exact one (1 of 5 at n = 1000 with leaves of
-    5), though the values are not (X1 0.16 of its 0.06: trees with few leaves split on X1
-    and rarely on its block-mates).
+    5), though the values are not (X1 0.16 against its exact 0.06: trees with few leaves
+    split on X1 and rarely on its block-mates).
 
     Classification (our extension, as for ``sobol_mda``): class-probability vectors are
     projected and v̂ uses the Brier score over Σ_k V(1[Y = k]). ``std`` is the standard error
@@ -126,6 +126,8 @@ class SHAFF(OOBMethod):
                    "all_subsets": bool(subsets.enumerated),
                    "explained_variance": float(game.terms[-1].mean()),
                    "v_empty": game.v_empty,
+                   # over every projected prediction, v̂(∅)'s included (which never walk
+                   # up: every in-bag row shares the one cell of no variable)
                    "walked_up_share": float(game.walked_up.sum()
                                             / max(1, (keep.shape[0] + 1) * n_oob.sum()))},
         )
