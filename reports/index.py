@@ -23,8 +23,8 @@ import matplotlib
 import pandas as pd
 
 from harness.core import registry
+from harness.core.cores import usable_cores
 from harness.core.errors import StoreDamagedError
-from harness.run.compile import usable_cores
 from harness.run.results import RunResults
 
 from .base import FIGURE_STYLE, ReportSection, figure_html, slug, table_html, write_csv

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from sklearn.ensemble import RandomForestRegressor
 
 import harness
 from harness.datasets.linear_gaussian import block_equicorrelation
@@ -110,9 +109,7 @@ def run_forests(dataset, n_trees: int, seed: int, leaves: list[int]) -> None:
     truth = dataset.truth.quantities["shapley_effect"].values
     settings = FOREST_SETTINGS if not leaves else tuple((0.33, leaf) for leaf in leaves)
     for mtry, leaf in settings:
-        model = RandomForestRegressor(n_estimators=n_trees, max_features=mtry,
-                                      min_samples_leaf=leaf, random_state=seed,
-                                      n_jobs=2).fit(dataset.X, dataset.y)
+        model = page_forest(dataset, n_trees, seed, leaf, mtry, n_jobs=2)
         result = harness.explain("shaff", model, dataset.X, dataset.y, seed=seed)
         values = np.asarray(result.values)
         mates = np.delete(np.arange(BLOCK), 0)

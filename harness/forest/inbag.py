@@ -123,6 +123,11 @@ def oob_predictions(view: ForestView, X: np.ndarray) -> tuple[np.ndarray, np.nda
     """
     # one compiled pass, parallel over rows, each row's OOB trees summed in order
     total, n_oob = packed_oob_output(view.packed, view.rows(X), view.inbag.counts)
+    return oob_mean(total, n_oob), n_oob
+
+
+def oob_mean(total: np.ndarray, n_oob: np.ndarray) -> np.ndarray:
+    """``total`` (n, n_values), each row's sum over its ``n_oob`` out-of-bag trees, as the
+    mean over those trees; NaN for a row that no tree left out."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        prediction = total / n_oob[:, None]
-    return prediction, n_oob
+        return total / n_oob[:, None]

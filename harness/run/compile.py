@@ -32,6 +32,8 @@ import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from harness.core.cores import usable_cores
+
 #: Packages whose modules are searched for kernels (a plugin's own package is added).
 _FRAMEWORK = "harness"
 #: Modules of shared low-level helpers, left out when grouping methods by their kernels.
@@ -98,14 +100,6 @@ def compile_tasks(method_classes: Iterable[type]) -> list[list[type]]:
         weights[key] = len(own)
     order = sorted(groups, key=lambda key: (-weights[key], _target(groups[key][0])))
     return [groups[key] for key in order]
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def cache_location() -> str:

@@ -11,16 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from harness.core.cores import usable_cores
 from harness.core.errors import BadInputError, MethodSkipped, NotInstalledError
 from harness.forest.view import predict_output
 from harness.run.cell_result import CellResult
 from harness.run.cells import Cell
-from harness.run.compile import (
-    cache_is_warm,
-    compile_in_processes,
-    compile_tasks,
-    usable_cores,
-)
+from harness.run.compile import cache_is_warm, compile_in_processes, compile_tasks
 from harness.run.protocol import ExplainRequest, run_protocol
 
 

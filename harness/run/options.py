@@ -23,8 +23,8 @@ from numbers import Integral, Real
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from harness.core.cores import usable_cores
 from harness.core.errors import BadInputError
-from harness.run.compile import usable_cores
 from harness.run.executors import EXECUTORS
 
 #: seeds reach scikit-learn's ``random_state``, which takes [0, 2**32 - 1]

@@ -42,16 +42,23 @@ class BlockRow:
     seconds: float
 
 
+#: the page's forest: mtry = p/3, leaves of at least 5 rows
+PAGE_MTRY, PAGE_MIN_SAMPLES_LEAF = 0.33, 5
+
+
 def page_forest(dataset, n_trees: int, seed: int,
-                min_samples_leaf: int = 5) -> RandomForestRegressor:
-    """The page's forest, fitted on ``dataset``: mtry = p/3, min_samples_leaf = 5 (larger
-    leaves for the by-block row whose leaves grow with n, and the exploratory runs)."""
-    return RandomForestRegressor(n_estimators=n_trees, max_features=0.33,
-                                 min_samples_leaf=min_samples_leaf,
-                                 random_state=seed).fit(dataset.X, dataset.y)
+                min_samples_leaf: int = PAGE_MIN_SAMPLES_LEAF,
+                max_features: float | str = PAGE_MTRY, n_jobs: int | None = None
+                ) -> RandomForestRegressor:
+    """The page's forest, fitted on ``dataset`` (larger leaves for the by-block row whose
+    leaves grow with n; other leaves and mtry for the exploratory runs)."""
+    return RandomForestRegressor(n_estimators=n_trees, max_features=max_features,
+                                 min_samples_leaf=min_samples_leaf, random_state=seed,
+                                 n_jobs=n_jobs).fit(dataset.X, dataset.y)
 
 
-def block_row(dataset, n_trees: int, seed: int, min_samples_leaf: int = 5) -> BlockRow:
+def block_row(dataset, n_trees: int, seed: int,
+              min_samples_leaf: int = PAGE_MIN_SAMPLES_LEAF) -> BlockRow:
     """Fit the page's forest on ``dataset`` (5 equal blocks, the signals first in each), with
     leaves of at least ``min_samples_leaf`` rows, and sum SHAFF's effects (its defaults) by
     block."""

@@ -13,7 +13,13 @@ import pandas as pd
 import harness
 from harness.api import load_dataset
 from harness.reports.base import save_figure, subplots
-from harness.reports.targets._shaff_blocks import EXACT, BlockRow, block_row, page_forest
+from harness.reports.targets._shaff_blocks import (
+    EXACT,
+    PAGE_MIN_SAMPLES_LEAF,
+    BlockRow,
+    block_row,
+    page_forest,
+)
 from harness.reports.targets.base import Target, TargetContext, TargetPage
 from harness.reports.targets.verdict import (
     UNDETERMINED,
@@ -65,7 +71,8 @@ QUICK = Scale((Setting(10, 0.0), Setting(10, 0.9)), (0, 1), 40, 0)
 #: min_samples_leaf, trees): the page's leaves of 5 rows over n, then leaves of n / 100
 #: rows, the regime of the consistency theorem's (A3) (cells that hold many rows); SHAFF
 #: takes about 30 s, 150 s and 180 s on 2 cores
-BLOCK_ROWS = {False: ((1000, 5, 100), (3000, 5, 100), (30_000, 300, 20)), True: ()}
+BLOCK_ROWS = {False: ((1000, PAGE_MIN_SAMPLES_LEAF, 100), (3000, PAGE_MIN_SAMPLES_LEAF, 100),
+                     (30_000, 300, 20)), True: ()}
 
 
 class Benard2022SHAFF(Target):
@@ -184,7 +191,7 @@ class Benard2022SHAFF(Target):
             f"{row.sum_rest:.3f} on blocks 2-5, X1 {row.x1:.3f}, the weak signals "
             f"{row.weak_signals:.4f} on average, top five {row.shared_top5} of 5 shared "
             f"({row.seconds:.0f} s)" for row in rows]
-        page = [row for row in rows if row.min_samples_leaf == 5]
+        page = [row for row in rows if row.min_samples_leaf == PAGE_MIN_SAMPLES_LEAF]
         first, last = page[0], page[-1]
         gap = [abs(row.sum_rest - EXACT["v(blocks 2-5)"]) for row in (first, last)]
         trend = "came closer to" if gap[1] < gap[0] else "moved away from"
@@ -198,7 +205,7 @@ class Benard2022SHAFF(Target):
             "shortfall is the projected forest's (SHAFF step 2), not the subset design's: on "
             "the exact game the same design meets the closed form within 0.008 (above).")
         for row in rows:
-            if row.min_samples_leaf == 5:
+            if row.min_samples_leaf == PAGE_MIN_SAMPLES_LEAF:
                 continue
             text += (
                 f" With leaves that grow with n (min_samples_leaf {row.min_samples_leaf} at "

@@ -95,7 +95,7 @@ def tree_by_tree_mdi(n_irrelevant: int, n_trees: int,
     """
     from joblib import Parallel, delayed
 
-    from harness.run.compile import usable_cores
+    from harness.core.cores import usable_cores
 
     rows = Parallel(n_jobs=jobs or usable_cores())(
         delayed(_one_tree_mdi)(n_irrelevant, seed, seed == 0) for seed in range(n_trees))

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from harness.forest.inbag import oob_mean
 from harness.forest.losses import loss_value
 from harness.forest.packed import PackedForest, goes_left
 from harness.forest.permutations import STREAM_OOB, fill_keyed_permutation
@@ -168,6 +169,4 @@ def oob_permutation_pass(forest: PackedForest, X32: np.ndarray, counts: np.ndarr
         forest.left, forest.right, forest.feature, forest.threshold, forest.missing_left,
         forest.value, forest.offsets, forest.max_depth, X32, counts, targets, loss_code, seed,
         want_ensemble)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        prediction = total / n_oob[:, None]
-    return PermutationPass(tree_increase, shift, prediction, n_oob)
+    return PermutationPass(tree_increase, shift, oob_mean(total, n_oob), n_oob)
