@@ -46,11 +46,12 @@ class TreeSHAP(Method):
     Gauss-Legendre quadrature of the Shapley integral; it equals shap's values to rounding
     (< 1e-12) and brute-force Shapley values of the cover game to 1e-12, and is 5-19x faster
     than shap on one thread on the benchmark forests (deep ones gain most). Interventional:
-    :mod:`harness.kernels.treeshap.interventional`, which walks the background rows 64 at a time as
-    bits; shap's interventional code rounds thresholds to float32 (shap issue 5116), so a
-    row next to a threshold can take the other branch than in scikit-learn (measured: 3.6e-4
-    off on breast cancer, 1.7e-4 off brute force on its first 10 features), while ours
-    matches brute-force Shapley values of ``model.predict`` to 1e-13.
+    :mod:`harness.kernels.treeshap.interventional`, which walks each tree once for 64 rows
+    and 64 background rows at a time, as bits; shap's interventional code rounds thresholds
+    to float32 (shap issue 5116), so a row next to a threshold can take the other branch than
+    in scikit-learn (measured: 3.6e-4 off on breast cancer, 1.7e-4 off brute force on its
+    first 10 features), while ours matches brute-force Shapley values of ``model.predict``
+    to 1e-13.
     ``backend="shap"`` forces shap for both. base + Σ_j φ_j(x) = prediction; classifiers
     explain the predicted-class probability by default (Sutera et al. 2021), boosted
     classifiers their margin (raw score; :mod:`harness.core.outputs`); a multi-output
@@ -61,9 +62,11 @@ class TreeSHAP(Method):
     nodes and depth D: one preorder pass per (row, tree) updating ⌈D/2⌉ quadrature nodes
     (:mod:`harness.kernels.treeshap.path_dependent`; shap's Algorithm 2 is O(T L D²) per row,
     Lundberg et al. 2020, Sec. 2.4); N_t ~ 2^D is no power of D, and the (n, p) output is
-    far below the walks up to p = 10⁴. Interventional: O(n T B L) for B background rows
-    (Lundberg et al. 2020, "Interventional Tree SHAP"; here fewer visits where background
-    rows share a state).
+    far below the walks up to p = 10⁴. Interventional: O(n T B L D) at most for B background
+    rows and L leaves (Lundberg et al. 2020, "Interventional Tree SHAP", is O(n T B L) walks
+    of a row and a background row); here one walk of a tree for 64 rows and 64 background
+    rows enters only the nodes that a pair with no feature failed by both reaches, and adds
+    each leaf once per row, over the row's pairs that reach it.
     """
 
     name = "treeshap"

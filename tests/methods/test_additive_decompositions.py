@@ -5,7 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 import pytest
-from sklearn.ensemble import ExtraTreesClassifier, RandomForestRegressor
+from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier, RandomForestRegressor
 
 import harness
 from harness.forest.view import forest_view
@@ -115,6 +115,29 @@ def test_interventional_kernel_with_two_words_of_background_rows(wine):
 
         expected = shapley_by_subsets(X.shape[1], value)
         np.testing.assert_allclose(runs[0][row], expected, rtol=0, atol=1e-12)
+
+
+def test_interventional_kernel_beyond_one_word_of_rows(wine):
+    """70 rows are walked as two blocks of at most 64: rows of either block against subset
+    enumeration through predict_proba (impure leaves: several classes per leaf), and a row
+    of the second block explained alone gets the same bits."""
+    X, y = wine
+    X = X[:, :6]
+    model = RandomForestClassifier(6, max_depth=6, min_samples_leaf=3,
+                                   random_state=0).fit(X, y)
+    background = X[np.random.default_rng(2).choice(len(X), size=20, replace=False)]
+    paths = forest_view(model).paths
+    values = interventional_shap(paths, X[:70], background)
+    for row in (5, 63, 64, 69):
+        def value(subset, x=X[row]):
+            hybrid = background.copy()
+            hybrid[:, list(subset)] = x[list(subset)]
+            return model.predict_proba(hybrid).mean(axis=0)
+
+        expected = shapley_by_subsets(X.shape[1], value)
+        np.testing.assert_allclose(values[row], expected, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(interventional_shap(paths, X[66:67], background)[0],
+                                  values[66])
 
 
 def test_interventional_kernel_routes_as_scikit_learn_next_to_a_threshold():

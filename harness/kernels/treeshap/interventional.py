@@ -1,29 +1,30 @@
 """Exact interventional TreeSHAP in float64 (Lundberg et al. 2020, "Interventional Tree SHAP").
 
 For one tree, a row x and a background row z, the interventional coalition value is
-v(S) = f(x_S, z_{~S}). The hybrid point reaches a leaf l only through the splits where x and z
-go different ways; writing A_l (B_l) for the features whose x-side (z-side) branch is on the
-path to l, l is reached iff A_l ⊆ S and B_l ∩ S = ∅, so each leaf is a game of |A_l| + |B_l|
-players with the closed-form Shapley values
+v(S) = f(x_S, z_{~S}). The hybrid point reaches a leaf l iff, for every feature j split on
+the path to l, the value it takes satisfies all of the path's splits on j. Writing A_l for
+the path's features that z fails (and x satisfies) and B_l for those that x fails (and z
+satisfies), l is reached iff A_l ⊆ S and B_l ∩ S = ∅ (a feature both fail closes the leaf,
+one both satisfy is free), so each leaf is a game of a + b players with the closed-form
+Shapley values
 
     φ_j += v_l (a-1)! b! / (a+b)!   for j in A_l,    φ_j -= v_l a! (b-1)! / (a+b)!   for j in B_l,
 
 with a = |A_l|, b = |B_l|. The forest value is the mean over trees and background rows, and
 base + Σ_j φ_j = f(x) with base = mean_z f(z) (efficiency).
 
-The background rows are walked together, 64 at a time as the bits of a word (which rows go
-left at each node is computed once per forest): a state is a node, the features assigned so
-far with their side (x's or z's branch) and the set of rows that share them. At a split on
-an unassigned feature j the rows that go x's way stay in the state; the others continue
-twice, down x's branch with j assigned to x and down their own branch with j assigned to z.
-At a split on an assigned feature all rows follow x (side x) or each its own way (side z). A
-leaf adds its value times its number of rows, so a leaf that many background rows reach in
-the same state costs one visit instead of one per row (shap walks each (x, z) pair apart).
-Blocks of rows and groups of trees are explained in parallel; each row's values are summed
-in the same order whatever the number of threads. shap computes the same quantity, but in
-single precision and with deviations from the definition (see ``methods/treeshap.py``);
-this kernel keeps double precision, so that it equals subset enumeration and the additivity
-holds to ~1e-12.
+A tree is walked once for a block of up to 64 rows and 64 background rows, each set held as
+the bits of a word (which background rows go left at each node is computed once per forest):
+for every feature on the path, the rows and the background rows that satisfy all its splits
+so far, and for every row the background rows it still forms a live pair with (no feature
+failed by both). A node that no live pair reaches is not entered. At a leaf each row adds,
+over its live pairs, its loss to the features it fails and the pairs' gains to the features
+they fail: one visit per (row, leaf) instead of shap's one walk per (row, background row).
+Blocks of rows and groups of trees are explained in parallel; each row's values are summed in
+the same order whatever the number of threads or the other rows of its block. shap computes
+the same quantity, but in single precision and with deviations from the definition (see
+``methods/treeshap.py``); this kernel keeps double precision, so that it equals subset
+enumeration and the additivity holds to ~1e-12.
 
 Routing is the view's rule (:func:`harness.forest.packed.goes_left`): a coded row goes left
 when ``x_j <= threshold``, or when ``x_j`` is NaN and the node sends missing values left.
@@ -36,14 +37,15 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from harness.forest.compact import PathForest, compact_forest
 from harness.forest.packed import PackedForest, as_float32_rows, goes_left
-from harness.kernels.background_bits import background_directions, popcount, word_rows
+from harness.kernels.background_bits import ALL_ROWS, background_directions, word_rows
 from harness.kernels.tree_groups import sum_by_groups, tree_groups
 
-X_SIDE, Z_SIDE = 1, 2
-ROWS_PER_BLOCK = 32  # rows explained together, tree by tree (one parallel work item)
+ROWS_PER_BLOCK = 64  # rows walked together as the bits of a word (one parallel work item)
+_ONE, _NONE = np.uint64(1), np.uint64(0)
 
 
 def shapley_weights(size: int) -> np.ndarray:
@@ -56,136 +58,218 @@ def shapley_weights(size: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def _leaf(value, at, count, a, b, path_feature, path_side, weights, phi):
-    """Add leaf ``at``'s Shapley values, for ``count`` background rows, to ``phi``."""
-    if a + b == 0:
-        return
-    gain = weights[a - 1, b] * count if a > 0 else 0.0
-    loss = weights[a, b - 1] * count if b > 0 else 0.0
-    for k in range(a + b):
-        w = gain if path_side[k] == X_SIDE else -loss
-        j = path_feature[k]
-        for c in range(value.shape[1]):
-            phi[j, c] += w * value[at, c]
+def _scratch_buffers(n_features, max_depth):
+    """The buffers of :func:`_walk_pairs`, one set per task (see its docstring)."""
+    levels = max_depth + 2
+    return (np.full(n_features, ALL_ROWS), np.full(n_features, ALL_ROWS),
+            np.zeros(n_features, dtype=np.int64), np.empty(levels, dtype=np.int64),
+            np.empty((levels, 64), dtype=np.uint64), np.empty(levels, dtype=np.uint64),
+            np.empty(levels, dtype=np.int64), np.empty(levels, dtype=np.int64),
+            np.empty(levels, dtype=np.uint64), np.empty(levels, dtype=np.uint64),
+            np.empty(levels, dtype=np.uint64), np.empty(levels, dtype=np.uint64),
+            np.empty(levels, dtype=np.uint64), np.zeros(64, dtype=np.int64),
+            np.zeros(64, dtype=np.int64))
 
 
 @njit(cache=True)
-def _walk(kids, feature, threshold, missing, value, directions, start, word, held, x, weights,
-          side_of, path_feature, path_side, stack, phi):
-    """Add one tree's Shapley values of row x over the background rows ``held`` of ``word``.
+def _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_value, start,
+                X32, first_row, n_rows, directions, word, background_rows, weights, scratch,
+                out):
+    """Add one tree's Shapley values of rows ``first_row``, ..., ``first_row + n_rows - 1``
+    (at most 64: bit k is row first_row + k) over the background rows ``background_rows`` of
+    ``word`` into ``out``.
 
-    A stack frame is (node, rows, a, b, path length, feature assigned on entering, its side);
-    entering a frame truncates the path to its length (clearing ``side_of`` of the features
-    dropped) and appends its assignment, so ``side_of`` always describes the frame's path.
+    A depth-first walk; on the path to the current node, ``row_ok[j]`` (``background_ok[j]``)
+    holds the rows (background rows) that satisfy every split on feature j, ``features[:n_on]``
+    the distinct features split on, ``live[level, k]`` the background rows that row k forms a
+    live pair with and ``alive[level]`` the rows with one at least. ``phase[level]`` is 0 before
+    the left child, 1 before the right one, 2 when both are done; entering a child saves
+    ``row_ok[j]`` and ``background_ok[j]``, which leaving it restores.
     """
-    s_node, s_rows, s_a, s_b, s_len, s_feature, s_side = stack
-    s_node[0], s_rows[0], s_a[0], s_b[0], s_len[0], s_feature[0] = start, held, 0, 0, 0, -1
-    top = 1
-    length = 0
-    while top > 0:
-        top -= 1
-        at, held, a, b = s_node[top], s_rows[top], s_a[top], s_b[top]
-        while length > s_len[top]:
-            length -= 1
-            side_of[path_feature[length]] = 0
-        if s_feature[top] >= 0:
-            path_feature[length] = s_feature[top]
-            path_side[length] = s_side[top]
-            side_of[s_feature[top]] = s_side[top]
-            length += 1
+    (row_ok, background_ok, on_path, features, live, alive, node_at, phase, rows_left,
+     saved_rows, saved_background, background_fails, row_fails, a_of, b_of) = scratch
+    alive[0] = ALL_ROWS if n_rows == 64 else (_ONE << np.uint64(n_rows)) - _ONE
+    for k in range(n_rows):
+        live[0, k] = background_rows
+    node_at[0], phase[0] = start, 0
+    level = n_on = 0
+    while level >= 0:
+        at = node_at[level]
         j = feature[at]
-        while j >= 0:
-            x_left = goes_left(x[j], threshold[at], missing, at)
-            x_child = start + kids[at, np.int64(x_left)]
-            side = side_of[j]
-            if side == X_SIDE:
-                at = x_child
-                j = feature[at]
-                continue
-            rows_left = directions[at, word]
-            agree = held & (rows_left if x_left else ~rows_left)
-            differ = held & ~agree
-            if differ != 0:
-                other = start + kids[at, np.int64(not x_left)]
-                if side == Z_SIDE:  # each row its own way: x's way or the other
-                    s_node[top], s_rows[top], s_a[top], s_b[top] = other, differ, a, b
-                    s_len[top], s_feature[top] = length, -1
-                    top += 1
-                else:
-                    s_node[top], s_rows[top], s_a[top], s_b[top] = other, differ, a, b + 1
-                    s_len[top], s_feature[top], s_side[top] = length, j, Z_SIDE
-                    top += 1
-                    s_node[top], s_rows[top], s_a[top], s_b[top] = x_child, differ, a + 1, b
-                    s_len[top], s_feature[top], s_side[top] = length, j, X_SIDE
-                    top += 1
-            if agree == 0:
-                break
-            held = agree
-            at = x_child
-            j = feature[at]
         if j < 0:
-            _leaf(value, at, popcount(held), a, b, path_feature, path_side, weights, phi)
+            _leaf_pairs(at, live[level], alive[level], row_ok, background_ok, features, n_on,
+                        leaf_ptr, leaf_class, leaf_value, weights, background_fails,
+                        row_fails, a_of, b_of, first_row, out)
+            level -= 1
+            continue
+        step = phase[level]
+        if step > 0:  # back from a child
+            row_ok[j], background_ok[j] = saved_rows[level], saved_background[level]
+            on_path[j] -= 1
+            n_on -= on_path[j] == 0
+            if step == 2:
+                level -= 1
+                continue
+        phase[level] = step + 1
+        held = alive[level]
+        if step == 0:
+            left = _NONE
+            m = held
+            while m:
+                k = trailing_zeros(m)
+                if goes_left(X32[first_row + k, j], threshold[at], missing, at):
+                    left |= m & -m
+                m &= m - _ONE
+            rows_left[level] = left
+            row_way, background_way = left, directions[at, word]
+        else:
+            row_way, background_way = ~rows_left[level], ~directions[at, word]
+        saved_rows[level], saved_background[level] = row_ok[j], background_ok[j]
+        rows_ok, backgrounds_ok = row_ok[j] & row_way, background_ok[j] & background_way
+        row_ok[j], background_ok[j] = rows_ok, backgrounds_ok
+        if on_path[j] == 0:
+            features[n_on] = j
+            n_on += 1
+        on_path[j] += 1
+        failing = held & ~rows_ok  # rows whose pairs now need backgrounds_ok
+        still = held & rows_ok
+        m = still
+        while m:
+            k = trailing_zeros(m)
+            live[level + 1, k] = live[level, k]
+            m &= m - _ONE
+        while failing:
+            k = trailing_zeros(failing)
+            kept = live[level, k] & backgrounds_ok
+            live[level + 1, k] = kept
+            if kept:
+                still |= failing & -failing
+            failing &= failing - _ONE
+        if still == 0:
+            continue  # no live pair reaches the child
+        level += 1
+        alive[level] = still
+        node_at[level] = start + kids[at, np.int64(step == 0)]
+        phase[level] = 0
+
+
+@njit(cache=True, inline="always")
+def _leaf_pairs(at, live, held, row_ok, background_ok, features, n_on, leaf_ptr, leaf_class,
+                leaf_value, weights, background_fails, row_fails, a_of, b_of, first_row, out):
+    """Add leaf ``at``'s Shapley values of the live pairs (row k, background row z in
+    ``live[k]``) of the rows ``held``: a = the features z fails, b = those row k fails."""
+    first, last = leaf_ptr[at], leaf_ptr[at + 1]
+    if first == last:  # a leaf of zeros adds nothing
+        return
+    single = last - first == 1
+    value_class, value = leaf_class[first], leaf_value[first]
+    paired = _NONE
+    m = held
+    while m:
+        paired |= live[trailing_zeros(m)]
+        m &= m - _ONE
+    for q in range(n_on):
+        f = features[q]
+        m = paired & ~background_ok[f]
+        background_fails[q] = m
+        while m:
+            a_of[trailing_zeros(m)] += 1
+            m &= m - _ONE
+        m = held & ~row_ok[f]
+        row_fails[q] = m
+        while m:
+            b_of[trailing_zeros(m)] += 1
+            m &= m - _ONE
+    m = held
+    while m:
+        k = trailing_zeros(m)
+        bit = m & -m
+        m &= m - _ONE
+        b = b_of[k]
+        b_of[k] = 0
+        pairs = live[k]
+        loss = 0.0
+        if b > 0:
+            z = pairs
+            while z:
+                loss += weights[a_of[trailing_zeros(z)], b - 1]
+                z &= z - _ONE
+        row = first_row + k
+        for q in range(n_on):
+            if row_fails[q] & bit:
+                if single:
+                    out[row, features[q], value_class] -= loss * value
+                else:
+                    for e in range(first, last):
+                        out[row, features[q], leaf_class[e]] -= loss * leaf_value[e]
+            else:
+                z = pairs & background_fails[q]
+                if z:
+                    gain = 0.0
+                    while z:
+                        gain += weights[a_of[trailing_zeros(z)] - 1, b]
+                        z &= z - _ONE
+                    if single:
+                        out[row, features[q], value_class] += gain * value
+                    else:
+                        for e in range(first, last):
+                            out[row, features[q], leaf_class[e]] += gain * leaf_value[e]
+    m = paired
+    while m:
+        a_of[trailing_zeros(m)] = 0
+        m &= m - _ONE
 
 
 @njit(cache=True)
-def _explain_block(kids, feature, threshold, missing, value, offsets, max_depth, X32,
-                   n_background, directions, weights, first_tree, last_tree, first_row,
-                   last_row, out):
+def _explain_block(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_value,
+                   offsets, max_depth, X32, n_background, directions, weights, first_tree,
+                   last_tree, first_row, last_row, out):
     """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of rows ``first_row``, ...,
-    ``last_row - 1`` into ``out``, with buffers of their own."""
-    p = X32.shape[1]
-    size = 2 * max_depth + 4
-    stack = (np.empty(size, dtype=np.int64), np.empty(size, dtype=np.uint64),
-             np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
-             np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
-             np.empty(size, dtype=np.int64))
-    side_of = np.zeros(p, dtype=np.int64)
-    path_feature = np.empty(p, dtype=np.int64)
-    path_side = np.empty(p, dtype=np.int64)
-    for t in range(first_tree, last_tree):  # a tree stays in cache for the block's rows
-        for i in range(first_row, last_row):
-            for word in range(directions.shape[1]):
-                _walk(kids, feature, threshold, missing, value, directions, offsets[t],
-                      word, word_rows(n_background, word), X32[i], weights, side_of,
-                      path_feature, path_side, stack, out[i])
-                side_of[:] = 0
+    ``last_row - 1`` (at most 64) into ``out``, with buffers of their own."""
+    scratch = _scratch_buffers(X32.shape[1], max_depth)
+    for t in range(first_tree, last_tree):
+        for word in range(directions.shape[1]):
+            _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_value,
+                        offsets[t], X32, first_row, last_row - first_row, directions, word,
+                        word_rows(n_background, word), weights, scratch, out)
 
 
 @njit(cache=True, nogil=True)
-def _interventional_tasks(kids, feature, threshold, missing, value, offsets, max_depth, X32,
-                          n_background, directions, weights, rows_per_block, n_groups, out,
-                          others, first, last):
+def _interventional_tasks(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_value,
+                          offsets, max_depth, X32, n_background, directions, weights, n_groups,
+                          out, others, first, last):
     """Tasks ``first, ..., last - 1`` of :func:`_interventional_sums`: task (group, block)
     adds the trees of group ``group`` for the rows of block ``block`` into ``out`` (group 0)
     or ``others[group - 1]``."""
     n = X32.shape[0]
     n_trees = offsets.size - 1
-    n_blocks = (n + rows_per_block - 1) // rows_per_block
+    n_blocks = (n + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
     for task in range(first, last):
         group, block = task // n_blocks, task % n_blocks
-        _explain_block(kids, feature, threshold, missing, value, offsets, max_depth, X32,
-                       n_background, directions, weights, group * n_trees // n_groups,
-                       (group + 1) * n_trees // n_groups, block * rows_per_block,
-                       min(n, (block + 1) * rows_per_block),
+        _explain_block(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_value,
+                       offsets, max_depth, X32, n_background, directions, weights,
+                       group * n_trees // n_groups, (group + 1) * n_trees // n_groups,
+                       block * ROWS_PER_BLOCK, min(n, (block + 1) * ROWS_PER_BLOCK),
                        out if group == 0 else others[group - 1])
 
 
-def _interventional_sums(kids, feature, threshold, missing, value, offsets, max_depth, X32,
-                         n_background, directions, weights, rows_per_block,
+def _interventional_sums(compact: PathForest, X32, n_background, directions, weights,
                          n_groups) -> np.ndarray:
     """Sum over trees and background rows of every row's values, (n, p, n_values).
 
     One task per (group of trees, block of rows) (:func:`harness.core.tasks.run_tasks`); a
     group's sums go to an array of its own (the first group's to the result) and are added
-    in group order, so a row's arithmetic is fixed by ``rows_per_block`` and ``n_groups``,
-    which the caller derives from the sizes only: the same bits on any number of threads.
+    in group order, so a row's arithmetic is fixed by ``n_groups``, which the caller derives
+    from the sizes only: the same bits on any number of threads.
     """
     n, p = X32.shape
-    out = np.zeros((n, p, value.shape[1]))
-    n_blocks = (n + rows_per_block - 1) // rows_per_block
-    sum_by_groups(_interventional_tasks, n_groups * n_blocks, out, n_groups, kids, feature,
-                  threshold, missing, value, offsets, max_depth, X32, n_background,
-                  directions, weights, rows_per_block, n_groups)
+    forest = compact.packed
+    out = np.zeros((n, p, forest.value.shape[1]))
+    n_blocks = (n + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
+    sum_by_groups(_interventional_tasks, n_groups * n_blocks, out, n_groups, compact.kids,
+                  compact.feature, compact.threshold, compact.missing_left, compact.leaf_ptr,
+                  compact.leaf_class, compact.leaf_value, forest.offsets, forest.max_depth,
+                  X32, n_background, directions, weights, n_groups)
     return out
 
 
@@ -210,10 +294,8 @@ def interventional_shap(compact: PathForest, X: np.ndarray,
                                        forest.missing_left, forest.offsets, Z32)
     weights = shapley_weights(min(X32.shape[1], forest.max_depth) + 1)
     out_bytes = X32.shape[0] * X32.shape[1] * forest.value.shape[1] * 8
-    out = _interventional_sums(compact.kids, compact.feature, compact.threshold,
-                               compact.missing_left, forest.value, forest.offsets,
-                               forest.max_depth, X32, Z32.shape[0], directions, weights,
-                               ROWS_PER_BLOCK, tree_groups(forest.n_trees, out_bytes))
+    out = _interventional_sums(compact, X32, Z32.shape[0], directions, weights,
+                               tree_groups(forest.n_trees, out_bytes))
     out /= forest.n_trees * Z32.shape[0]
     return out
 
