@@ -8,6 +8,8 @@ import pytest
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier, RandomForestRegressor
 
 import harness
+from harness.forest.compact import compact_forest
+from harness.forest.packed import PackedForest
 from harness.forest.view import forest_view
 from harness.kernels.treeshap.interventional import interventional_shap
 from tests._support.shapley_by_subsets import shapley_by_subsets
@@ -138,6 +140,50 @@ def test_interventional_kernel_beyond_one_word_of_rows(wine):
         np.testing.assert_allclose(values[row], expected, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(interventional_shap(paths, X[66:67], background)[0],
                                   values[66])
+
+
+def _chain_forest(depth: int) -> PackedForest:
+    """One tree of ``depth`` splits in a chain: node 2d splits feature d at 0.5, its left
+    child is a leaf of value d + 1 and its right child the next split (the last: 100)."""
+    n_nodes = 2 * depth + 1
+    left, right = np.full(n_nodes, -1), np.full(n_nodes, -1)
+    feature, threshold = np.full(n_nodes, -2), np.full(n_nodes, -2.0)
+    value = np.zeros((n_nodes, 1))
+    for d in range(depth):
+        left[2 * d], right[2 * d], feature[2 * d], threshold[2 * d] = 2 * d + 1, 2 * d + 2, d, 0.5
+        value[2 * d + 1] = d + 1
+    value[-1] = 100
+    return PackedForest(left=left, right=right, feature=feature, threshold=threshold,
+                        value=value, cover=np.ones(n_nodes), impurity=np.zeros(n_nodes),
+                        offsets=np.array([0, n_nodes]), max_depth=depth, n_features=depth,
+                        classifier=False)
+
+
+def test_interventional_kernel_past_64_features_on_a_path():
+    """A chain of 70 splits on 70 features: the leaves past the 64th split hold more distinct
+    features than one word of bits. The row and the background row differ on five features
+    (the others are dummies, Shapley value 0), whose values come from subset enumeration of
+    the hybrid point routed through the tree's own arrays."""
+    forest = _chain_forest(70)
+    x, z = np.ones(70), np.ones(70)
+    z[[3, 30, 66, 67]] = 0.0  # the background row stops early ...
+    x[68] = 0.0  # ... and the row at split 68
+    players = [3, 30, 66, 67, 68]
+
+    def value(subset):
+        point = z.copy()
+        point[[players[k] for k in subset]] = x[[players[k] for k in subset]]
+        node = 0
+        while forest.left[node] >= 0:
+            f = forest.feature[node]
+            node = forest.left[node] if point[f] <= forest.threshold[node] else forest.right[node]
+        return forest.value[node, 0]
+
+    expected = np.zeros(70)
+    expected[players] = shapley_by_subsets(len(players), value)
+    phi = interventional_shap(compact_forest(forest), x[None], z[None])[0, :, 0]
+    np.testing.assert_allclose(phi, expected, rtol=0, atol=1e-12)
+    assert np.all(expected[[66, 67, 68]] != 0)
 
 
 def test_interventional_kernel_routes_as_scikit_learn_next_to_a_threshold():

@@ -68,7 +68,8 @@ def _scratch_buffers(n_features, max_depth):
             np.empty(levels, dtype=np.uint64), np.empty(levels, dtype=np.uint64),
             np.empty(levels, dtype=np.uint64), np.empty(levels, dtype=np.uint64),
             np.empty(levels, dtype=np.uint64), np.zeros(64, dtype=np.int64),
-            np.zeros(64, dtype=np.int64))
+            np.zeros(64, dtype=np.int64), np.empty(64), np.zeros(64, dtype=np.uint64),
+            np.zeros(64, dtype=np.uint64))
 
 
 @njit(cache=True)
@@ -85,9 +86,18 @@ def _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_va
     live pair with and ``alive[level]`` the rows with one at least. ``phase[level]`` is 0 before
     the left child, 1 before the right one, 2 when both are done; entering a child saves
     ``row_ok[j]`` and ``background_ok[j]``, which leaving it restores.
+
+    At a leaf, for each live pair (row k, background row z), a = the features z fails and
+    b = those row k fails: row k loses Σ_z weights[a_z, b - 1] on each feature it fails and
+    gains, on each feature f that one of its background rows fails, Σ_{z fails f}
+    weights[a_z - 1, b]. The path's features are taken 64 at a time as the bits of
+    ``background_mask[z]`` and ``row_mask[k]``, so that a row visits only the features it
+    fails or gains on. (The leaf is written here, not in a function of its own: numba
+    compiles it 1.5-2x slower as a call or an inlined function, measured on bench case C.)
     """
     (row_ok, background_ok, on_path, features, live, alive, node_at, phase, rows_left,
-     saved_rows, saved_background, background_fails, row_fails, a_of, b_of) = scratch
+     saved_rows, saved_background, background_fails, row_fails, a_of, b_of, loss_of,
+     background_mask, row_mask) = scratch
     alive[0] = ALL_ROWS if n_rows == 64 else (_ONE << np.uint64(n_rows)) - _ONE
     for k in range(n_rows):
         live[0, k] = background_rows
@@ -97,9 +107,93 @@ def _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_va
         at = node_at[level]
         j = feature[at]
         if j < 0:
-            _leaf_pairs(at, live[level], alive[level], row_ok, background_ok, features, n_on,
-                        leaf_ptr, leaf_class, leaf_value, weights, background_fails,
-                        row_fails, a_of, b_of, first_row, out)
+            first, last = leaf_ptr[at], leaf_ptr[at + 1]
+            if first == last:  # a leaf of zeros adds nothing
+                level -= 1
+                continue
+            held = alive[level]
+            paired = _NONE
+            m = held
+            while m:
+                paired |= live[level, trailing_zeros(m)]
+                m &= m - _ONE
+            for q in range(n_on):
+                f = features[q]
+                m = paired & ~background_ok[f]
+                background_fails[q] = m
+                while m:
+                    a_of[trailing_zeros(m)] += 1
+                    m &= m - _ONE
+                m = held & ~row_ok[f]
+                row_fails[q] = m
+                while m:
+                    b_of[trailing_zeros(m)] += 1
+                    m &= m - _ONE
+            for chunk in range(0, n_on, 64):
+                for q in range(chunk, min(n_on, chunk + 64)):
+                    bit = _ONE << np.uint64(q - chunk)
+                    m = background_fails[q]
+                    while m:
+                        background_mask[trailing_zeros(m)] |= bit
+                        m &= m - _ONE
+                    m = row_fails[q]
+                    while m:
+                        row_mask[trailing_zeros(m)] |= bit
+                        m &= m - _ONE
+                m = held
+                while m:
+                    k = trailing_zeros(m)
+                    m &= m - _ONE
+                    row, b, pairs = first_row + k, b_of[k], live[level, k]
+                    gained = _NONE
+                    z = pairs
+                    if chunk == 0:  # the row's loss, over all its pairs
+                        loss = 0.0
+                        while z:
+                            zk = trailing_zeros(z)
+                            z &= z - _ONE
+                            gained |= background_mask[zk]
+                            loss += weights[a_of[zk], b - 1]  # (unused if b = 0)
+                        loss_of[k] = loss
+                    while z:
+                        gained |= background_mask[trailing_zeros(z)]
+                        z &= z - _ONE
+                    lost = row_mask[k]
+                    row_mask[k] = _NONE
+                    while lost:
+                        f = features[chunk + trailing_zeros(lost)]
+                        lost &= lost - _ONE
+                        if last - first == 1:
+                            out[row, f, leaf_class[first]] -= loss_of[k] * leaf_value[first]
+                        else:
+                            for e in range(first, last):
+                                out[row, f, leaf_class[e]] -= loss_of[k] * leaf_value[e]
+                    while gained:
+                        q = chunk + trailing_zeros(gained)
+                        gained &= gained - _ONE
+                        gain = 0.0
+                        z = pairs & background_fails[q]
+                        while z:
+                            gain += weights[a_of[trailing_zeros(z)] - 1, b]
+                            z &= z - _ONE
+                        f = features[q]
+                        if last - first == 1:
+                            out[row, f, leaf_class[first]] += gain * leaf_value[first]
+                        else:
+                            for e in range(first, last):
+                                out[row, f, leaf_class[e]] += gain * leaf_value[e]
+                m = paired
+                while m:
+                    background_mask[trailing_zeros(m)] = _NONE
+                    m &= m - _ONE
+            m = paired
+            while m:
+                a_of[trailing_zeros(m)] = 0
+                m &= m - _ONE
+            m = held
+            while m:
+                b_of[trailing_zeros(m)] = 0
+                m &= m - _ONE
             level -= 1
             continue
         step = phase[level]
@@ -151,73 +245,6 @@ def _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_va
         alive[level] = still
         node_at[level] = start + kids[at, np.int64(step == 0)]
         phase[level] = 0
-
-
-@njit(cache=True, inline="always")
-def _leaf_pairs(at, live, held, row_ok, background_ok, features, n_on, leaf_ptr, leaf_class,
-                leaf_value, weights, background_fails, row_fails, a_of, b_of, first_row, out):
-    """Add leaf ``at``'s Shapley values of the live pairs (row k, background row z in
-    ``live[k]``) of the rows ``held``: a = the features z fails, b = those row k fails."""
-    first, last = leaf_ptr[at], leaf_ptr[at + 1]
-    if first == last:  # a leaf of zeros adds nothing
-        return
-    single = last - first == 1
-    value_class, value = leaf_class[first], leaf_value[first]
-    paired = _NONE
-    m = held
-    while m:
-        paired |= live[trailing_zeros(m)]
-        m &= m - _ONE
-    for q in range(n_on):
-        f = features[q]
-        m = paired & ~background_ok[f]
-        background_fails[q] = m
-        while m:
-            a_of[trailing_zeros(m)] += 1
-            m &= m - _ONE
-        m = held & ~row_ok[f]
-        row_fails[q] = m
-        while m:
-            b_of[trailing_zeros(m)] += 1
-            m &= m - _ONE
-    m = held
-    while m:
-        k = trailing_zeros(m)
-        bit = m & -m
-        m &= m - _ONE
-        b = b_of[k]
-        b_of[k] = 0
-        pairs = live[k]
-        loss = 0.0
-        if b > 0:
-            z = pairs
-            while z:
-                loss += weights[a_of[trailing_zeros(z)], b - 1]
-                z &= z - _ONE
-        row = first_row + k
-        for q in range(n_on):
-            if row_fails[q] & bit:
-                if single:
-                    out[row, features[q], value_class] -= loss * value
-                else:
-                    for e in range(first, last):
-                        out[row, features[q], leaf_class[e]] -= loss * leaf_value[e]
-            else:
-                z = pairs & background_fails[q]
-                if z:
-                    gain = 0.0
-                    while z:
-                        gain += weights[a_of[trailing_zeros(z)] - 1, b]
-                        z &= z - _ONE
-                    if single:
-                        out[row, features[q], value_class] += gain * value
-                    else:
-                        for e in range(first, last):
-                            out[row, features[q], leaf_class[e]] += gain * leaf_value[e]
-    m = paired
-    while m:
-        a_of[trailing_zeros(m)] = 0
-        m &= m - _ONE
 
 
 @njit(cache=True)
