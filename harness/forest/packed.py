@@ -112,6 +112,14 @@ def goes_left(x, cut, missing_left, at):
     return x <= cut
 
 
+@njit(inline="always")
+def left_bit(x, cut, missing_left):
+    """:func:`goes_left` as 0 or 1 without a branch, for kernels that pack the directions of
+    many rows into the bits of a word; ``missing_left`` is the node's flag (nonzero: NaN goes
+    left), read once for all the rows."""
+    return np.uint64((x <= cut) | ((missing_left != 0) & (x != x)))
+
+
 @njit(cache=True)
 def leaf_of(left, right, feature, threshold, missing_left, start, X32, row):
     """Local id of the leaf that ``row`` reaches in the tree starting at ``start``."""

@@ -40,7 +40,7 @@ from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from harness.forest.compact import PathForest, compact_forest
-from harness.forest.packed import PackedForest, as_float32_rows, goes_left
+from harness.forest.packed import PackedForest, as_float32_rows, left_bit
 from harness.kernels.background_bits import ALL_ROWS, background_directions, word_rows
 from harness.kernels.tree_groups import sum_by_groups, tree_groups
 
@@ -74,8 +74,8 @@ def _scratch_buffers(n_features, max_depth):
 
 @njit(cache=True)
 def _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_value, start,
-                X32, first_row, n_rows, directions, word, background_rows, weights, scratch,
-                out):
+                columns, first_row, n_rows, directions, word, background_rows, weights,
+                scratch, out):
     """Add one tree's Shapley values of rows ``first_row``, ..., ``first_row + n_rows - 1``
     (at most 64: bit k is row first_row + k) over the background rows ``background_rows`` of
     ``word`` into ``out``.
@@ -206,14 +206,11 @@ def _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_va
                 continue
         phase[level] = step + 1
         held = alive[level]
-        if step == 0:
+        if step == 0:  # every row of the block, branch-free (a feature's values are contiguous)
             left = _NONE
-            m = held
-            while m:
-                k = trailing_zeros(m)
-                if goes_left(X32[first_row + k, j], threshold[at], missing, at):
-                    left |= m & -m
-                m &= m - _ONE
+            cut, missing_left = threshold[at], missing[at]
+            for k in range(n_rows):
+                left |= left_bit(columns[j, k], cut, missing_left) << np.uint64(k)
             rows_left[level] = left
             row_way, background_way = left, directions[at, word]
         else:
@@ -227,11 +224,7 @@ def _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_va
         on_path[j] += 1
         failing = held & ~rows_ok  # rows whose pairs now need backgrounds_ok
         still = held & rows_ok
-        m = still
-        while m:
-            k = trailing_zeros(m)
-            live[level + 1, k] = live[level, k]
-            m &= m - _ONE
+        live[level + 1, :n_rows] = live[level, :n_rows]
         while failing:
             k = trailing_zeros(failing)
             kept = live[level, k] & backgrounds_ok
@@ -254,11 +247,12 @@ def _explain_block(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf
     """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of rows ``first_row``, ...,
     ``last_row - 1`` (at most 64) into ``out``, with buffers of their own."""
     scratch = _scratch_buffers(X32.shape[1], max_depth)
+    columns = np.ascontiguousarray(X32[first_row:last_row].T)  # (p, rows): a split's values
     for t in range(first_tree, last_tree):
         for word in range(directions.shape[1]):
             _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_value,
-                        offsets[t], X32, first_row, last_row - first_row, directions, word,
-                        word_rows(n_background, word), weights, scratch, out)
+                        offsets[t], columns, first_row, last_row - first_row, directions,
+                        word, word_rows(n_background, word), weights, scratch, out)
 
 
 @njit(cache=True, nogil=True)
