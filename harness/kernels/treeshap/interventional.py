@@ -224,7 +224,8 @@ def _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_va
         on_path[j] += 1
         failing = held & ~rows_ok  # rows whose pairs now need backgrounds_ok
         still = held & rows_ok
-        live[level + 1, :n_rows] = live[level, :n_rows]
+        for k in range(n_rows):
+            live[level + 1, k] = live[level, k]
         while failing:
             k = trailing_zeros(failing)
             kept = live[level, k] & backgrounds_ok
@@ -247,7 +248,10 @@ def _explain_block(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf
     """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of rows ``first_row``, ...,
     ``last_row - 1`` (at most 64) into ``out``, with buffers of their own."""
     scratch = _scratch_buffers(X32.shape[1], max_depth)
-    columns = np.ascontiguousarray(X32[first_row:last_row].T)  # (p, rows): a split's values
+    columns = np.empty((X32.shape[1], last_row - first_row), dtype=np.float32)
+    for i in range(first_row, last_row):  # (p, rows): a split's values, contiguous
+        for j in range(X32.shape[1]):
+            columns[j, i - first_row] = X32[i, j]
     for t in range(first_tree, last_tree):
         for word in range(directions.shape[1]):
             _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_value,
