@@ -92,8 +92,8 @@ def _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_va
     gains, on each feature f that one of its background rows fails, Σ_{z fails f}
     weights[a_z - 1, b]. The path's features are taken 64 at a time as the bits of
     ``background_mask[z]`` and ``row_mask[k]``, so that a row visits only the features it
-    fails or gains on. (The leaf is written here, not in a function of its own: numba
-    compiles it 1.5-2x slower as a call or an inlined function, measured on bench case C.)
+    fails or gains on. (The leaf is written here, not in a function of its own: as a call or
+    an inlined function, numba's code for it ran 1.5-2x slower on bench case C.)
     """
     (row_ok, background_ok, on_path, features, live, alive, node_at, phase, rows_left,
      saved_rows, saved_background, background_fails, row_fails, a_of, b_of, loss_of,
