@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from harness.forest.packed import goes_left
+from harness.forest.packed import left_bit
 
 ALL_ROWS = ~np.uint64(0)
 
@@ -19,16 +19,28 @@ ALL_ROWS = ~np.uint64(0)
 @njit(cache=True)
 def background_directions(left, feature, threshold, missing_left, offsets, Z32):
     """Which background rows go left at each node: bit b % 64 of word b // 64 of row ``node``
-    is set if background row b goes left, shape (total_nodes, ceil(B / 64)) uint64."""
-    n_background = Z32.shape[0]
-    directions = np.zeros((offsets[-1], (n_background + 63) // 64), dtype=np.uint64)
+    is set if background row b goes left, shape (total_nodes, ceil(B / 64)) uint64.
+
+    The rows' values of each feature are first laid out contiguously, so that a node's bits
+    come from one branch-free pass over its feature's values (:func:`left_bit`).
+    """
+    n_background, n_features = Z32.shape
+    columns = np.empty((n_features, n_background), dtype=np.float32)
+    for b in range(n_background):
+        for j in range(n_features):
+            columns[j, b] = Z32[b, j]
+    n_words = (n_background + 63) // 64
+    directions = np.zeros((offsets[-1], n_words), dtype=np.uint64)
     for node in range(offsets[-1]):
         if left[node] == -1:
             continue
-        j, cut = feature[node], threshold[node]
-        for b in range(n_background):
-            if goes_left(np.float64(Z32[b, j]), cut, missing_left, node):
-                directions[node, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+        j, cut, missing = feature[node], threshold[node], missing_left[node]
+        for word in range(n_words):
+            first = 64 * word
+            bits = np.uint64(0)
+            for b in range(first, min(n_background, first + 64)):
+                bits |= left_bit(np.float64(columns[j, b]), cut, missing) << np.uint64(b - first)
+            directions[node, word] = bits
     return directions
 
 
