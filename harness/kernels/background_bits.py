@@ -17,6 +17,18 @@ ALL_ROWS = ~np.uint64(0)
 
 
 @njit(cache=True)
+def feature_columns(X32, first, last):
+    """Rows ``first``, ..., ``last - 1`` of ``X32`` feature by feature, shape (p, rows):
+    the values a split compares, contiguous, for the kernels that route many rows at once
+    into the bits of a word (written as loops: numba compiles a transpose into generic code)."""
+    columns = np.empty((X32.shape[1], last - first), dtype=np.float32)
+    for i in range(first, last):
+        for j in range(X32.shape[1]):
+            columns[j, i - first] = X32[i, j]
+    return columns
+
+
+@njit(cache=True)
 def background_directions(left, feature, threshold, missing_left, offsets, Z32):
     """Which background rows go left at each node: bit b % 64 of word b // 64 of row ``node``
     is set if background row b goes left, shape (total_nodes, ceil(B / 64)) uint64.
@@ -24,11 +36,8 @@ def background_directions(left, feature, threshold, missing_left, offsets, Z32):
     The rows' values of each feature are first laid out contiguously, so that a node's bits
     come from one branch-free pass over its feature's values (:func:`left_bit`).
     """
-    n_background, n_features = Z32.shape
-    columns = np.empty((n_features, n_background), dtype=np.float32)
-    for b in range(n_background):
-        for j in range(n_features):
-            columns[j, b] = Z32[b, j]
+    n_background = Z32.shape[0]
+    columns = feature_columns(Z32, 0, n_background)
     n_words = (n_background + 63) // 64
     directions = np.zeros((offsets[-1], n_words), dtype=np.uint64)
     for node in range(offsets[-1]):

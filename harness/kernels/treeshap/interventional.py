@@ -41,7 +41,12 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 
 from harness.forest.compact import PathForest, compact_forest
 from harness.forest.packed import PackedForest, as_float32_rows, left_bit
-from harness.kernels.background_bits import ALL_ROWS, background_directions, word_rows
+from harness.kernels.background_bits import (
+    ALL_ROWS,
+    background_directions,
+    feature_columns,
+    word_rows,
+)
 from harness.kernels.tree_groups import sum_by_groups, tree_groups
 
 ROWS_PER_BLOCK = 64  # rows walked together as the bits of a word (one parallel work item)
@@ -248,10 +253,7 @@ def _explain_block(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf
     """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of rows ``first_row``, ...,
     ``last_row - 1`` (at most 64) into ``out``, with buffers of their own."""
     scratch = _scratch_buffers(X32.shape[1], max_depth)
-    columns = np.empty((X32.shape[1], last_row - first_row), dtype=np.float32)
-    for i in range(first_row, last_row):  # (p, rows): a split's values, contiguous
-        for j in range(X32.shape[1]):
-            columns[j, i - first_row] = X32[i, j]
+    columns = feature_columns(X32, first_row, last_row)
     for t in range(first_tree, last_tree):
         for word in range(directions.shape[1]):
             _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_value,
