@@ -174,18 +174,13 @@ def test_saabas_and_both_treeshaps_add_up_to_the_prediction(name, models):
     expected = _output(model, X_NAN)
     classifier = hasattr(model, "classes_")
     extra = {"output": "all_classes"} if classifier else {}
-    cases = [("saabas", {}), ("treeshap", {}), ("treeshap", {"sweep": "bottom_up"}),
+    cases = [("saabas", {}), ("treeshap", {}),
              ("treeshap", {"perturbation": "interventional", "n_background": 40})]
     for method, params in cases:
-        if "sweep" in params:  # the other pass of the path-dependent kernel
-            phi, base = path_dependent_shap(forest_view(model).packed,
-                                            forest_view(model).rows(X_NAN), sweep="bottom_up")
-            total = base + phi.sum(axis=1)
-        else:
-            result = harness.explain(method, model, X_NAN, seed=1, **params, **extra)
-            values = result.values if classifier else result.values[:, :, None]
-            base = np.asarray(result.base_values).reshape(N, -1)
-            total = base + values.sum(axis=1)
+        result = harness.explain(method, model, X_NAN, seed=1, **params, **extra)
+        values = result.values if classifier else result.values[:, :, None]
+        base = np.asarray(result.base_values).reshape(N, -1)
+        total = base + values.sum(axis=1)
         np.testing.assert_allclose(total, expected, rtol=0, atol=1e-12, err_msg=method)
 
 
@@ -208,14 +203,13 @@ def test_path_dependent_treeshap_equals_brute_force_cover_game(name, models):
     model = models[name]
     view = forest_view(model)
     rows = np.flatnonzero(np.isnan(X_NAN).any(axis=1))[:4]
-    for sweep in ("top_down", "bottom_up"):
-        phi, _ = path_dependent_shap(view.packed, view.rows(X_NAN[rows]), sweep=sweep)
-        for k, row in enumerate(rows):
-            x = X_NAN[row]
-            expected = shapley_by_subsets(P, lambda s, x=x: np.mean(
-                [_cover_expectation(t.tree_, 0, x, set(s)) for t in fitted_trees(model)],
-                axis=0))
-            np.testing.assert_allclose(phi[k], expected, rtol=0, atol=1e-12)
+    phi, _ = path_dependent_shap(view.packed, view.rows(X_NAN[rows]))
+    for k, row in enumerate(rows):
+        x = X_NAN[row]
+        expected = shapley_by_subsets(P, lambda s, x=x: np.mean(
+            [_cover_expectation(t.tree_, 0, x, set(s)) for t in fitted_trees(model)],
+            axis=0))
+        np.testing.assert_allclose(phi[k], expected, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["et_regressor", "rf_classifier"])

@@ -82,10 +82,9 @@ def fitted(request):
     return request.param, *_fit(request.param)
 
 
-@pytest.mark.parametrize("sweep", ["auto", "top_down", "bottom_up"])
-def test_equals_shap_path_dependent(fitted, sweep):
+def test_equals_shap_path_dependent(fitted):
     case, model, X = fitted
-    phi, base = path_dependent_shap(forest_view(model).packed, X, sweep=sweep)
+    phi, base = path_dependent_shap(forest_view(model).packed, X)
     theirs, their_base = _shap_reference(model, X)
     np.testing.assert_allclose(phi, theirs, rtol=0, atol=1e-9)
     np.testing.assert_allclose(base, their_base, rtol=0, atol=1e-12)
@@ -112,19 +111,12 @@ def test_cases_cover_deep_trees_repeated_features_and_weights(fitted):
         assert root != trees[0].n_node_samples[0]
 
 
-@pytest.mark.parametrize("sweep", ["top_down", "bottom_up"])
-def test_threads_do_not_change_results(sweep):
+def test_threads_do_not_change_results():
     model, X = _fit("multiclass_et_deep")
     forest = forest_view(model).packed
-    one, _ = path_dependent_shap(forest, X[:101], threads=1, sweep=sweep)
-    two, _ = path_dependent_shap(forest, X[:101], threads=2, sweep=sweep)
+    one, _ = path_dependent_shap(forest, X[:101], threads=1)
+    two, _ = path_dependent_shap(forest, X[:101], threads=2)
     np.testing.assert_array_equal(one, two)
-
-
-def test_unknown_sweep_is_refused():
-    model, X = _fit("binary_rf")
-    with pytest.raises(ValueError, match="sweep must be one of.*got 'sideways'"):
-        path_dependent_shap(forest_view(model).packed, X[:2], sweep="sideways")
 
 
 def test_single_node_tree_adds_only_to_the_base():
@@ -167,9 +159,8 @@ def _brute_force(model, x):
     return shapley_by_subsets(p, value)
 
 
-@pytest.mark.parametrize("sweep", ["top_down", "bottom_up"])
 @pytest.mark.parametrize("kind", ["regressor", "classifier"])
-def test_equals_brute_force_shapley_values(kind, sweep):
+def test_equals_brute_force_shapley_values(kind):
     """An oracle independent of shap and of the kernel's algebra, on tiny trees."""
     rng = np.random.default_rng(1)
     X = rng.normal(size=(60, 5))
@@ -182,6 +173,6 @@ def test_equals_brute_force_shapley_values(kind, sweep):
     model.fit(X, y)
     assert any(len(set(path)) < len(path)
                for est in model.estimators_ for path in _path_features(est.tree_))
-    phi, _ = path_dependent_shap(forest_view(model).packed, X[:4], sweep=sweep)
+    phi, _ = path_dependent_shap(forest_view(model).packed, X[:4])
     for row in range(4):
         np.testing.assert_allclose(phi[row], _brute_force(model, X[row]), rtol=0, atol=1e-12)

@@ -15,28 +15,28 @@ Gauss-Legendre quadrature with m = ⌈max_l |F_l| / 2⌉ nodes on [0, 1] is exac
 its weights and every factor g_j being positive, adds no cancellation: the result is exact
 up to ~1e-15 relative rounding at any depth, with no Vandermonde conditioning.
 
-The leaf's shares of a repeated feature telescope over its splits, so the integral splits
-into one term per edge of the path: the edge into node c on feature j pays
-v_l ∫ coef_c(t) G_l(t) dt to φ_j, where coef_c depends on the covers and on whether x
-left j's branch before c, leaves it at c, or follows it through c (see ``_tree_tables``).
-Everything that does not depend on x (cover products, the factors G gains along an edge,
-coef, the preorder of the nodes, the leaves' sparse values) is tabulated once per tree, so
-the per-row work is a single preorder pass with no division; entering a node updates
-G(t_k) at the m nodes. The leaf shares are then summed in one of two ways, per tree:
+With G_l(t) = Π_{j∈F_l} g_j(t), the share is v_l ∫ G_l(t) (O_i - Z_i) / g_i(t) dt, and the
+ratio takes one of two forms: (1 - Z_i) / (t + (1-t) Z_i) when x follows i's splits
+(O_i = 1), and -1 / (1 - t) when it does not, the same for every feature x fails. At the
+quadrature nodes t_k with weights w_k, a leaf therefore pays
 
-- top-down: a leaf at depth d sums coef · G for its d edges and scatters the shares,
-  O(N m + Σ_l d_l (m + nnz_l)) per row and tree (N nodes, d_l leaf depth, nnz_l non-zero
-  leaf values): the better one for many outputs (10 classes);
-- bottom-up (Linear TreeShap's order): every node c keeps A_c(t_k) = Σ_{l below c} v_l G_l(t_k)
-  and its edge pays coef_c · A_c once, O(N m n_values): the better one for regression.
+    φ_i(l) = v_l Σ_k r_i(t_k) G_l(t_k),   r_i = w_k (1 - Z_i) / g_i(t_k)  or  -w_k / (1 - t_k),
 
-shap's algorithm costs O(Σ_l d_l^2) with a division per step. Rows go through the pass by
-batches of LANES, which share the walk's bookkeeping and unpredictable branches (the walk
-does not depend on x); the lanes are the innermost axis of every per-row buffer, so the
-arithmetic is vectorised across rows, and rows never mix. Loops over the lanes run to a
-length read from an array shape: with the compile-time constant LANES, LLVM unrolls them
-before its loop vectoriser sees them, and numba leaves the SLP vectoriser off, so they
-would stay scalar (measured 2x slower on deep multi-class trees).
+where Z_i (so r_i) is fixed by the path's last edge on i and does not depend on x. Everything
+that does not depend on x (cover products, the factors G gains along an edge, r at each
+node's edge, each leaf's last edge on each of its features, the preorder of the nodes, the
+leaves' sparse values) is tabulated once per tree (``_tree_tables``), so the per-row work is
+a single preorder pass with no division: entering a node multiplies G(t_k) by the factor of
+its edge, and a leaf at depth d with u_l unique features pays u_l + 1 sums over the m nodes
+and scatters u_l shares, O(N m + Σ_l u_l (m + nnz_l)) per row and tree (N nodes, nnz_l
+non-zero leaf values). shap's algorithm costs O(Σ_l d_l^2) with a division per step.
+
+Rows go through the pass by batches of LANES, which share the walk's bookkeeping and
+unpredictable branches (the walk does not depend on x); the lanes are the innermost axis of
+every per-row buffer, so the arithmetic is vectorised across rows, and rows never mix. Loops
+over the lanes run to a length read from an array shape: with the compile-time constant
+LANES, LLVM unrolls them before its loop vectoriser sees them, and numba leaves the SLP
+vectoriser off, so they would stay scalar (measured 2x slower).
 Routing is the view's rule (:func:`harness.forest.packed.goes_left`): a coded row goes left
 when x_j <= threshold, or when x_j is NaN and the node sends missing values left (computed
 branch-free across the lanes).
@@ -54,7 +54,7 @@ from harness.forest.packed import PackedForest, as_float32_rows
 from harness.kernels.tree_groups import sum_by_groups, tree_groups
 
 #: Rows explained together (last axis of the per-row buffers): they share one tree walk.
-LANES = 8
+LANES = 16
 #: Batches of rows per task: a task builds each tree's tables once for all its batches
 #: (about as much work as explaining 10 rows on Friedman #1), so a block this large pays them
 #: back within 1%.
@@ -62,24 +62,6 @@ CHUNK_BATCHES = 256
 #: Bytes that the tree groups' extra output arrays may take together (each tree's tables are
 #: then built by one task only; :mod:`harness.kernels.tree_groups`).
 GROUP_BUDGET = 16 << 20
-#: How each tree is explained: the cheaper pass by :func:`_bottom_up_cheaper`, or one forced.
-SWEEPS = {"auto": 0, "top_down": 1, "bottom_up": 2}
-
-
-@njit(cache=True)
-def _bottom_up_cheaper(depth, leaf_start, m, width):
-    """Whether the bottom-up pass costs fewer multiply-adds than the top-down one on a tree.
-
-    Top-down pays d_l (m + nnz_l) at each leaf l; bottom-up pays about m (2 n_values + 2)
-    at every node and m nnz_l at each leaf (the operation counts of the two passes).
-    """
-    top, up = 0, 0
-    for i in range(depth.size):
-        nnz = leaf_start[i + 1] - leaf_start[i]
-        up += m * (2 * width + 2) + nnz * m
-        if nnz:
-            top += depth[i] * (m + nnz)
-    return up < top
 
 
 def gauss_legendre_table(m_max: int) -> tuple[np.ndarray, np.ndarray]:
@@ -104,16 +86,18 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
 
     Position i of every array is the i-th node of a depth-first preorder walk. For the edge
     into that node on feature j, let Z_prev (Z_new) be the product of the cover ratios
-    cover(child)/cover(parent) of the path's edges on j before (through) this edge,
-    g(t) = t + (1-t) Z and, at the quadrature nodes t_k with weights w_k, r(Z) = w_k (1-Z)/g.
-    The edge is of kind 0 if x left j's branch at an earlier edge, 1 if it leaves it here,
-    2 if it follows it through here. Along the edge G is multiplied by ``factor[i, kind]``:
-    Z_new/Z_prev, (1-t) Z_new/g_prev, g_new/g_prev; a leaf l below adds
-    v_l ``coef[i, kind]`` ⊙ G_l to φ_j: 0, -w_k/(1-t_k) - r(Z_prev), r(Z_new) - r(Z_prev)
-    (the differences telescope over repeated splits on j). ``prev_depth`` is the depth of
-    the nearest edge on j above (``none`` if there is none). Leaf i's non-zero values are
-    ``leaf_value[leaf_start[i]:leaf_start[i + 1]]`` of classes ``leaf_class``; internal
-    nodes have none, and leaves have ``split_feature`` 0.
+    cover(child)/cover(parent) of the path's edges on j before (through) this edge and
+    g(t) = t + (1-t) Z. The edge is of kind 0 if x left j's branch at an earlier edge, 1 if
+    it leaves it here, 2 if it follows it through here; along it G is multiplied by
+    ``factor[i, kind, k]``: Z_new/Z_prev, (1-t) Z_new/g_prev, g_new/g_prev at node t_k.
+    ``follow_share[i, k]`` = w_k (1 - Z_new) / g_new(t_k) is what a leaf below whose last
+    edge on j this is pays to φ_j per unit of v_l G(t_k) when x follows j;
+    ``exit_share[k]`` = -w_k / (1 - t_k) when it does not (module docstring).
+    ``prev_depth`` is the depth of the nearest edge on j above (``none`` if there is none).
+    Leaf i's non-zero values are ``leaf_value[leaf_start[i]:leaf_start[i + 1]]`` of classes
+    ``leaf_class``, and the depths of its path's last edge on each of its features are
+    ``last_edge[edge_start[i]:edge_start[i + 1]]``; internal nodes have none of either, and
+    leaves have ``split_feature`` 0.
     """
     n = stop - start
     parent = np.full(n, -1, dtype=np.int64)
@@ -131,6 +115,17 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
     combined_prev = np.ones(n)
     unique = np.zeros(n, dtype=np.int64)
     deepest = 0
+    deepest_depth = 0
+    n_features = 1
+    for c in range(n):
+        if left[start + c] >= 0:
+            n_features = max(n_features, feature[start + c] + 1)
+    # the path's last edge on each feature, kept as the walk goes down and restored as it
+    # comes back up (each edge set and restored once)
+    last_on = np.zeros(n_features, dtype=np.int64)
+    replaced = np.zeros(n + 1, dtype=np.int64)
+    feature_on_path = np.zeros(n + 1, dtype=np.int64)
+    current = 0
     stack = np.empty(n, dtype=np.int64)
     top = 0
     stack[0] = 0
@@ -145,14 +140,18 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
             edge_feature[i] = j
             depth[i] = depth[pi] + 1
             is_left[i] = left[start + p] == c
-            same = p
-            while same > 0 and edge_feature[position[same]] != j:  # nearest edge on j above
-                same = parent[same]
-            unique[i] = unique[pi] + (same <= 0)
+            d = depth[i]
+            while current >= d:  # leave the path's edges at depth d and below
+                last_on[feature_on_path[current]] = replaced[current]
+                current -= 1
+            same = last_on[j]  # position of the nearest edge on j above (0: none)
+            replaced[d], feature_on_path[d], last_on[j], current = same, j, i, d
+            unique[i] = unique[pi] + (same == 0)
             if same > 0:
-                combined_prev[i] = combined[position[same]]
-                prev_depth[i] = depth[position[same]]
+                combined_prev[i] = combined[same]
+                prev_depth[i] = depth[same]
             combined[i] = combined_prev[i] * (cover[start + c] / cover[start + p])
+            deepest_depth = max(deepest_depth, depth[i])
         if left[start + c] >= 0:
             top += 1
             stack[top] = right[start + c]
@@ -162,12 +161,11 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
             deepest = max(deepest, unique[i])
     m = max(1, (deepest + 1) // 2)
     factor = np.ones((n, 3, m))
-    coef = np.zeros((n, 3, m))
-    exit_coef = np.empty(m)  # -w_k / (1 - t_k), the same at every node
+    follow_share = np.zeros((n, m))
+    exit_share = np.empty(m)
     for k in range(m):
-        exit_coef[k] = -q_weights[m, k] / (1.0 - q_nodes[m, k])
-    # node by node, with one reciprocal per g: two divisions per (node, k) instead of five
-    # (table building is about a tenth of explaining 100 rows)
+        exit_share[k] = -q_weights[m, k] / (1.0 - q_nodes[m, k])
+    # node by node, with one reciprocal per g: two divisions per (node, k)
     for i in range(1, n):
         z_prev, z_new = combined_prev[i], combined[i]
         ratio = z_new / z_prev
@@ -175,18 +173,17 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
             t, w = q_nodes[m, k], q_weights[m, k]
             over_prev = 1.0 / (t + (1.0 - t) * z_prev)
             g_new = t + (1.0 - t) * z_new
-            r_prev = w * (1.0 - z_prev) * over_prev
             factor[i, 0, k] = ratio
             factor[i, 1, k] = (1.0 - t) * z_new * over_prev
             factor[i, 2, k] = g_new * over_prev
-            coef[i, 1, k] = exit_coef[k] - r_prev
-            coef[i, 2, k] = w * (1.0 - z_new) / g_new - r_prev
+            follow_share[i, k] = w * (1.0 - z_new) / g_new
     # the node arrays in preorder, written as loops: numba compiles array expressions
     # (fancy indexing, broadcasting, cumsum) into seconds of machinery for a few lines
     split_feature = np.zeros(n, dtype=np.int64)  # 0 at leaves
     split_threshold = np.empty(n)
     split_missing = np.empty(n, dtype=np.bool_)
     leaf_start = np.zeros(n + 1, dtype=np.int64)
+    edge_start = np.zeros(n + 1, dtype=np.int64)
     for i in range(n):
         at = start + order[i]
         split_threshold[i], split_missing[i] = threshold[at], missing[at] != 0
@@ -197,6 +194,7 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
         else:
             split_feature[i] = feature[at]
         leaf_start[i + 1] = leaf_start[i] + nnz
+        edge_start[i + 1] = edge_start[i] + (unique[i] if nnz else 0)
     leaf_class = np.empty(leaf_start[n], dtype=np.int64)
     leaf_value = np.empty(leaf_start[n])
     for i in range(n):
@@ -210,6 +208,22 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
     for i in range(1, n):
         n_marked = max(n_marked, edge_feature[i] + 1)
     marked = np.zeros(n_marked, dtype=np.bool_)
+    last_edge = np.empty(edge_start[n], dtype=np.int64)
+    prev_on_path = np.empty(deepest_depth + 1, dtype=np.int64)  # prev_depth of the path's edges
+    superseded = np.zeros(none + 1, dtype=np.bool_)
+    for i in range(n):  # preorder: prev_on_path[1:d] holds the ancestors' edges
+        d = depth[i]
+        prev_on_path[d] = prev_depth[i]
+        if edge_start[i + 1] == edge_start[i]:
+            continue
+        entry = edge_start[i]
+        for e in range(d, 0, -1):  # an edge is the last on its feature unless a deeper one
+            if not superseded[e]:  # on the same feature names it as its prev_depth
+                last_edge[entry] = e
+                entry += 1
+            superseded[prev_on_path[e]] = True
+        for e in range(d + 1):
+            superseded[e] = False
     for i in range(1, n):  # the features split on, ascending (np.unique without its sort)
         marked[edge_feature[i]] = True
     n_used = 0
@@ -222,19 +236,16 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
             used[n_used] = j
             n_used += 1
     return (m, depth, is_left, split_feature, split_threshold, split_missing, edge_feature,
-            prev_depth, factor, coef, leaf_start, leaf_class, leaf_value, used)
+            prev_depth, factor, follow_share, exit_share, leaf_start, leaf_class, leaf_value,
+            edge_start, last_edge, used)
 
 
-@njit(cache=True, error_model="numpy", fastmath={"contract"})
-def _enter_node(i, d, m, is_left, prev_depth, factor, coef, path, edge_coef, goes_left, on,
-                kind):
-    """Extend every lane's G = ``path[d]`` and its edge's ``coef`` row by node i's edge.
-
-    The edge is of kind 0, 1 or 2 (see :func:`_tree_tables`) depending on whether the lane's
-    row left the edge's feature branch earlier, leaves it here, or follows it; ``on[d]``
-    records whether it still follows it. The lanes are the innermost axis, so every loop
-    over them is one vector operation.
-    """
+@njit(cache=True, error_model="numpy", fastmath={"contract"}, inline="always")
+def _extend_path(i, d, m, is_left, prev_depth, factor, path, goes_left, on, kind):
+    """Extend every lane's G = ``path[d]`` by node i's edge, of kind 0, 1 or 2 (see
+    :func:`_tree_tables`) depending on whether the lane's row left the edge's feature branch
+    earlier, leaves it here, or follows it; ``on[d]`` records whether it still follows it.
+    The lanes are the innermost axis, so every loop over them is one vector operation."""
     lanes = path.shape[2]
     side, before = is_left[i], prev_depth[i]
     for r in range(lanes):
@@ -242,25 +253,25 @@ def _enter_node(i, d, m, is_left, prev_depth, factor, coef, path, edge_coef, goe
         on[d, r] = kind[r] == 2
     for k in range(m):
         f0, f1, f2 = factor[i, 0, k], factor[i, 1, k], factor[i, 2, k]
-        c1, c2 = coef[i, 1, k], coef[i, 2, k]
         for r in range(lanes):
             follows, leaves = kind[r] == 2, kind[r] == 1
             path[d, k, r] = path[d - 1, k, r] * (f2 if follows else (f1 if leaves else f0))
-            edge_coef[d, k, r] = c2 if follows else (c1 if leaves else 0.0)
 
 
 @njit(cache=True, error_model="numpy", fastmath={"contract"})
-def _batch_top_down(xb, phi, m, depth, is_left, split_feature, split_threshold, split_missing,
-                    edge_feature, prev_depth, factor, coef, leaf_start, leaf_class, leaf_value,
-                    path, edge_coef, goes_left, on, feature_at, kind, share):
+def _batch_shap(xb, phi, m, depth, is_left, split_feature, split_threshold, split_missing,
+                edge_feature, prev_depth, factor, follow_share, exit_share, leaf_start,
+                leaf_class, leaf_value, edge_start, last_edge, path, goes_left, on,
+                feature_at, node_at, kind, failed, share):
     """Add one tree's Shapley values of LANES rows (columns of ``xb``) into ``phi``.
 
     ``phi`` is (p, n_values, LANES). One pass over the nodes in preorder, the same for every
     lane, so the bookkeeping (and its unpredictable branches) is shared by the batch.
-    Entering the node at depth d sets ``path[d]`` = G(t_k) and ``edge_coef[d]`` from the
-    entries of its ancestors, still in place. A leaf at depth d pays each edge e of its path
-    Σ_k edge_coef[e, k] G(t_k), scaled by each leaf value. Lanes never mix, so a row's result
-    does not depend on its batch.
+    Entering the node at depth d sets ``path[d]`` = G(t_k) from its parent's, still in
+    place. A leaf sums the exit shares against G once (``failed``: what it pays every
+    feature its row fails), then, for each feature of its path, the follow share of the
+    path's last edge on it, and pays each feature the sum its row's O_j selects, scaled by
+    each leaf value. Lanes never mix, so a row's result does not depend on its batch.
     """
     lanes = path.shape[2]
     for k in range(m):
@@ -270,143 +281,77 @@ def _batch_top_down(xb, phi, m, depth, is_left, split_feature, split_threshold, 
         d = depth[i]
         if d > 0:
             feature_at[d] = edge_feature[i]
-            _enter_node(i, d, m, is_left, prev_depth, factor, coef, path, edge_coef,
-                        goes_left, on, kind)
-        if leaf_start[i + 1] == leaf_start[i]:
+            node_at[d] = i
+            _extend_path(i, d, m, is_left, prev_depth, factor, path, goes_left, on, kind)
+        if edge_start[i + 1] == edge_start[i]:  # a split (or a leaf that pays nothing)
             j, cut, nan_left = split_feature[i], split_threshold[i], split_missing[i]
             for r in range(lanes):  # x <= cut, or NaN where missing values go left
                 x = xb[j, r]
                 goes_left[d, r] = (x <= cut) | ((x != x) & nan_left)
             continue
-        for e in range(1, d + 1):
+        for r in range(lanes):
+            failed[r] = 0.0
+        for k in range(m):
+            a = exit_share[k]
+            for r in range(lanes):
+                failed[r] += a * path[d, k, r]
+        for entry in range(edge_start[i], edge_start[i + 1]):
+            e = last_edge[entry]
+            node = node_at[e]
             for r in range(lanes):
                 share[r] = 0.0
             for k in range(m):
+                a = follow_share[node, k]
                 for r in range(lanes):
-                    share[r] += edge_coef[e, k, r] * path[d, k, r]
+                    share[r] += a * path[d, k, r]
+            for r in range(lanes):
+                share[r] = share[r] if on[e, r] else failed[r]
             j = feature_at[e]
-            for entry in range(leaf_start[i], leaf_start[i + 1]):
-                cls, value = leaf_class[entry], leaf_value[entry]
+            for v in range(leaf_start[i], leaf_start[i + 1]):
+                cls, value = leaf_class[v], leaf_value[v]
                 for r in range(lanes):
                     phi[j, cls, r] += value * share[r]
-
-
-@njit(cache=True, error_model="numpy", fastmath={"contract"})
-def _batch_bottom_up(xb, phi, m, depth, is_left, split_feature, split_threshold,
-                     split_missing, edge_feature, prev_depth, factor, coef, leaf_start,
-                     leaf_class, leaf_value, path, edge_coef, acc, goes_left, on, feature_at,
-                     kind, left_at):
-    """Same result as :func:`_batch_top_down`, summing the leaves up the tree instead.
-
-    Edge e into node c pays Σ_k coef_c(t_k) Σ_{leaves l below c} v_l G_l(t_k), so each node
-    keeps A_c(t_k) = Σ_{l below c} v_l G_l(t_k) in ``acc[depth, class, k]``: a leaf sets it
-    to v_l G_l; a finished node pays its edge from it and passes it to its parent (a left
-    child, finished first, sets the parent's; a right child adds to it). Entering a node at
-    depth d finishes the nodes at depths >= d. Cost O(N m n_values) per row instead of
-    O(Σ_l d_l (m + nnz_l)): the better one for few outputs.
-    """
-    lanes = path.shape[2]
-    width = phi.shape[1]
-    for k in range(m):
-        for r in range(lanes):
-            path[0, k, r] = 1.0
-    current = 0
-    for i in range(depth.size):
-        d = depth[i]
-        if d > 0:
-            for level in range(current, d - 1, -1):
-                _finish_node(phi, acc, edge_coef, feature_at[level], left_at[level], level, m,
-                             width)
-            feature_at[d] = edge_feature[i]
-            left_at[d] = is_left[i]
-            _enter_node(i, d, m, is_left, prev_depth, factor, coef, path, edge_coef,
-                        goes_left, on, kind)
-        current = d
-        if leaf_start[i + 1] == leaf_start[i]:
-            j, cut, nan_left = split_feature[i], split_threshold[i], split_missing[i]
-            for r in range(lanes):  # x <= cut, or NaN where missing values go left
-                x = xb[j, r]
-                goes_left[d, r] = (x <= cut) | ((x != x) & nan_left)
-            continue
-        for cls in range(width):
-            for k in range(m):
-                for r in range(lanes):
-                    acc[d, cls, k, r] = 0.0
-        for entry in range(leaf_start[i], leaf_start[i + 1]):
-            cls, value = leaf_class[entry], leaf_value[entry]
-            for k in range(m):
-                for r in range(lanes):
-                    acc[d, cls, k, r] = value * path[d, k, r]
-    for level in range(current, 0, -1):
-        _finish_node(phi, acc, edge_coef, feature_at[level], left_at[level], level, m, width)
-
-
-@njit(cache=True, error_model="numpy", fastmath={"contract"})
-def _finish_node(phi, acc, edge_coef, j, first_child, level, m, width):
-    """The node at ``level`` is done: its edge (on feature j) pays from A_c, which then
-    sets (first child) or adds to its parent's."""
-    lanes = acc.shape[3]
-    for cls in range(width):
-        for k in range(m):
-            for r in range(lanes):
-                phi[j, cls, r] += edge_coef[level, k, r] * acc[level, cls, k, r]
-            if first_child:
-                for r in range(lanes):
-                    acc[level - 1, cls, k, r] = acc[level, cls, k, r]
-            else:
-                for r in range(lanes):
-                    acc[level - 1, cls, k, r] += acc[level, cls, k, r]
 
 
 @njit(cache=True, error_model="numpy")
 def _explain_trees(left, right, feature, threshold, missing, cover, value, offsets, X32,
                    max_depth, q_nodes, q_weights, first_tree, last_tree, first_batch,
-                   last_batch, out, sweep):
+                   last_batch, out):
     """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of the rows of batches
     ``first_batch``, ..., ``last_batch - 1`` into ``out``, with buffers of their own.
 
-    Each tree's tables are built once here and serve every batch of the range. Each tree is
-    explained by the top-down or the bottom-up pass, whichever costs fewer operations for it
-    (``sweep`` 1 or 2 forces one, see SWEEPS). ``phi`` collects a batch's shares of one tree
-    before they join ``out``.
+    Each tree's tables are built once here and serve every batch of the range. ``phi``
+    collects a batch's shares of one tree before they join ``out``.
     """
     n, p, width = out.shape
     m_max = q_nodes.shape[1]
     xb = np.empty((p, LANES))
     phi = np.zeros((p, width, LANES))
     path = np.empty((max_depth + 1, m_max, LANES))
-    edge_coef = np.zeros((max_depth + 1, m_max, LANES))
-    acc = np.empty((max_depth + 1, width, m_max, LANES))
     goes_left = np.zeros((max_depth + 1, LANES), dtype=np.int64)
     on = np.zeros((max_depth + 2, LANES), dtype=np.int64)
     on[max_depth + 1] = 1  # x follows every edge of a feature not yet split on
     feature_at = np.zeros(max_depth + 1, dtype=np.int64)
-    left_at = np.zeros(max_depth + 1, dtype=np.int64)
+    node_at = np.zeros(max_depth + 1, dtype=np.int64)
     kind = np.zeros(LANES, dtype=np.int64)
+    failed = np.zeros(LANES)
     share = np.zeros(LANES)
     for t in range(first_tree, last_tree):
         (m, depth, is_left, split_feature, split_threshold, split_missing, edge_feature,
-         prev_depth, factor, coef, leaf_start, leaf_class, leaf_value, used) = _tree_tables(
+         prev_depth, factor, follow_share, exit_share, leaf_start, leaf_class, leaf_value,
+         edge_start, last_edge, used) = _tree_tables(
             left, right, feature, threshold, missing, cover, value, offsets[t],
             offsets[t + 1], q_nodes, q_weights, max_depth + 1)
-        bottom_up = sweep == 2 or (sweep == 0 and _bottom_up_cheaper(depth, leaf_start, m,
-                                                                     width))
         for batch in range(first_batch, last_batch):
             rows = min(LANES, n - batch * LANES)
             for r in range(LANES):  # short batches repeat their last row
                 row = batch * LANES + min(r, rows - 1)
                 for j in range(p):
                     xb[j, r] = X32[row, j]
-            if bottom_up:
-                _batch_bottom_up(xb, phi, m, depth, is_left, split_feature,
-                                 split_threshold, split_missing, edge_feature, prev_depth,
-                                 factor, coef, leaf_start, leaf_class, leaf_value, path,
-                                 edge_coef, acc, goes_left, on, feature_at, kind, left_at)
-            else:
-                _batch_top_down(xb, phi, m, depth, is_left, split_feature,
-                                split_threshold, split_missing, edge_feature, prev_depth,
-                                factor, coef, leaf_start, leaf_class, leaf_value, path,
-                                edge_coef, goes_left, on, feature_at, kind, share)
+            _batch_shap(xb, phi, m, depth, is_left, split_feature, split_threshold,
+                        split_missing, edge_feature, prev_depth, factor, follow_share,
+                        exit_share, leaf_start, leaf_class, leaf_value, edge_start, last_edge,
+                        path, goes_left, on, feature_at, node_at, kind, failed, share)
             for j in used:
                 for cls in range(width):
                     for r in range(rows):
@@ -417,8 +362,8 @@ def _explain_trees(left, right, feature, threshold, missing, cover, value, offse
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _forest_shap_tasks(left, right, feature, threshold, missing, cover, value, offsets, X32,
-                       max_depth, q_nodes, q_weights, n_chunks, n_groups, sweep, out, others,
-                       first, last):
+                       max_depth, q_nodes, q_weights, n_chunks, n_groups, out, others, first,
+                       last):
     """Tasks ``first, ..., last - 1`` of :func:`forest_shap`: task (group, chunk) adds the
     trees of group ``group`` for the rows of block ``chunk`` into ``out`` (group 0) or
     ``others[group - 1]``."""
@@ -431,11 +376,11 @@ def _forest_shap_tasks(left, right, feature, threshold, missing, cover, value, o
                        max_depth, q_nodes, q_weights, group * n_trees // n_groups,
                        (group + 1) * n_trees // n_groups, chunk * n_batches // n_chunks,
                        (chunk + 1) * n_batches // n_chunks,
-                       out if group == 0 else others[group - 1], sweep)
+                       out if group == 0 else others[group - 1])
 
 
 def forest_shap(left, right, feature, threshold, missing, cover, value, offsets, X32,
-                max_depth, q_nodes, q_weights, n_chunks, n_groups, out, sweep) -> None:
+                max_depth, q_nodes, q_weights, n_chunks, n_groups, out) -> None:
     """Sum over trees of every row's Shapley values into ``out`` (n, p, n_values).
 
     Rows go by batches of LANES (row i always in batch i // LANES); batches are split into
@@ -448,7 +393,7 @@ def forest_shap(left, right, feature, threshold, missing, cover, value, offsets,
     """
     sum_by_groups(_forest_shap_tasks, n_groups * n_chunks, out, n_groups, left, right,
                   feature, threshold, missing, cover, value, offsets, X32, max_depth, q_nodes,
-                  q_weights, n_chunks, n_groups, sweep)
+                  q_weights, n_chunks, n_groups)
 
 
 def work_split(n_rows: int, n_trees: int, out_bytes: int) -> tuple[int, int]:
@@ -467,8 +412,8 @@ def expected_value(forest: PackedForest) -> np.ndarray:
     return forest.value[forest.offsets[:-1]].mean(axis=0)
 
 
-def path_dependent_shap(forest: PackedForest, X: np.ndarray, threads: int | None = None,
-                        sweep: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+def path_dependent_shap(forest: PackedForest, X: np.ndarray,
+                        threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact path-dependent TreeSHAP values of a forest (Lundberg et al. 2020, Alg. 1).
 
     Equals shap's ``TreeExplainer(model, feature_perturbation="tree_path_dependent")`` up to
@@ -483,10 +428,6 @@ def path_dependent_shap(forest: PackedForest, X: np.ndarray, threads: int | None
     threads : int, optional
         numba threads for this call (default: numba's current setting). Each row's result
         is the same whatever the number of threads.
-    sweep : {"auto", "top_down", "bottom_up"}
-        How each tree's leaf shares are summed (module docstring): per leaf along its path,
-        or per node up the tree; "auto" takes the one with fewer operations, tree by tree.
-        All three give the same values up to rounding.
 
     Returns
     -------
@@ -495,8 +436,6 @@ def path_dependent_shap(forest: PackedForest, X: np.ndarray, threads: int | None
     base : ndarray of shape (n_values,)
         The expected value; base + Σ_j φ_j(x) = the forest's prediction at x.
     """
-    if sweep not in SWEEPS:
-        raise ValueError(f"sweep must be one of {sorted(SWEEPS)}, got {sweep!r}")
     X32 = as_float32_rows(X)
     n, p = X32.shape
     m_max = max(1, (min(forest.max_depth, p) + 1) // 2)
@@ -509,8 +448,7 @@ def path_dependent_shap(forest: PackedForest, X: np.ndarray, threads: int | None
         n_chunks, n_groups = work_split(n, forest.n_trees, out.nbytes)
         forest_shap(forest.left, forest.right, forest.feature, forest.threshold,
                     forest.missing_left, forest.cover, forest.value, forest.offsets, X32,
-                    max(forest.max_depth, 1), q_nodes, q_weights, n_chunks, n_groups, out,
-                    SWEEPS[sweep])
+                    max(forest.max_depth, 1), q_nodes, q_weights, n_chunks, n_groups, out)
     finally:
         numba.set_num_threads(previous)
     return out / forest.n_trees, expected_value(forest)
@@ -525,4 +463,4 @@ def compile_kernel() -> None:
                 np.array([2.0, 1.0, 1.0]),
                 np.array([[0.5], [0.0], [1.0]]), np.array([0, 3]),
                 np.array([[0.0], [1.0]], dtype=np.float32), 1, q_nodes, q_weights, 1, 1,
-                np.zeros((2, 1, 1)), 0)
+                np.zeros((2, 1, 1)))
