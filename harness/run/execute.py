@@ -16,7 +16,12 @@ from harness.core.errors import BadInputError, MethodSkipped, NotInstalledError
 from harness.forest.view import predict_output
 from harness.run.cell_result import CellResult
 from harness.run.cells import Cell
-from harness.run.compile import cache_is_warm, compile_in_processes, compile_tasks
+from harness.run.compile import (
+    cache_is_warm,
+    compile_in_processes,
+    compile_tasks,
+    prepare_from_cache,
+)
 from harness.run.protocol import ExplainRequest, run_protocol
 
 
@@ -35,14 +40,13 @@ def compile_ahead(method_classes,
     """Start compiling the methods' kernels into numba's on-disk cache in ``processes``
     worker processes (None: one per usable core; :mod:`harness.run.compile`), from a
     background thread, so that the caller can load data and fit models meanwhile; join the
-    thread it returns before :func:`prepare_methods`. None when the cache holds them all or
-    one group of kernels compiles faster in the caller (no second start-up)."""
+    thread it returns before :func:`prepare_methods`. None when the cache holds them all.
+    Even one process is worth its start-up: the caller then runs the kernels' cached code
+    (:func:`harness.run.compile.prepare_from_cache` says why)."""
     method_classes = [c for c in method_classes if not c.missing_packages()]
-    if processes == 1 or cache_is_warm(method_classes):
+    if cache_is_warm(method_classes):
         return None
     processes = min(processes or usable_cores(), len(compile_tasks(method_classes)))
-    if processes <= 1:
-        return None
     thread = threading.Thread(target=compile_in_processes, name="harness-compile",
                               args=(method_classes, processes, on_progress), daemon=True)
     thread.start()
@@ -55,10 +59,10 @@ def prepare_methods(method_classes, processes: int | None = 1,
     (forked cells inherit them) and on each Dask worker before its first cell. A failure is
     left for the cell itself to report.
 
-    ``processes`` other than 1 (None: one per usable core) first compiles the kernels into
-    numba's on-disk cache in that many worker processes (:func:`compile_ahead`), when the
-    cache lacks any of them; this process then loads them from the cache. ``on_progress``
-    gets (methods done, methods in all, name) from that step.
+    When numba's on-disk cache lacks any of the kernels, they are first compiled into it in
+    ``processes`` worker processes (None: one per usable core; :func:`compile_ahead`); this
+    process then loads them from the cache. ``on_progress`` gets (methods done, methods in
+    all, name) from that step.
     """
     method_classes = [c for c in method_classes if not c.missing_packages()]
     compiling = compile_ahead(method_classes, on_progress, processes)
@@ -66,7 +70,7 @@ def prepare_methods(method_classes, processes: int | None = 1,
         compiling.join()
     for method_class in method_classes:
         try:
-            method_class.prepare()
+            prepare_from_cache(method_class)
         except Exception:
             pass
 

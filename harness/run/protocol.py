@@ -23,6 +23,7 @@ from harness.core.errors import MethodSkipped, NotInstalledError
 from harness.core.method import MODEL_CAPABILITIES, Method
 from harness.core.types import Importances
 from harness.forest.view import forest_view
+from harness.run.compile import prepare_from_cache
 from harness.run.inputs import validate_explain_inputs
 
 #: Bytes of one block's float64 values (rows x features x outputs): the temporaries of a block
@@ -74,7 +75,7 @@ def run_protocol(method: Method, model: Any, request: ExplainRequest, seed: int 
     reason = missing_capability(method, model) or method.skip(model, data)
     if reason:
         raise MethodSkipped(reason)
-    method.prepare()
+    prepare_from_cache(type(method))
     data.progress = progress
     if method.rows_independent and block_rows is None:
         block_rows = row_block(model, data.X.shape[1])

@@ -4,6 +4,7 @@ compiling a kernel (each comes from numba's cache that the compile step wrote)."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,26 @@ def test_after_the_compile_command_a_fresh_process_compiles_nothing():
     assert done.returncode == 0, done.stdout + done.stderr
     result = _python(f"METHODS = {METHODS!r}\n" + _EXPLAIN_ALL)
     assert result == {"prepare": [], "explain": []}
+
+
+def test_explain_on_a_cold_cache_compiles_in_a_worker_then_loads(tmp_path):
+    """``harness.explain`` on an empty numba cache: the kernels are compiled by a worker
+    process into the cache and this process loads them (it compiles no harness kernel
+    itself), so it runs the same machine code as any later process
+    (:func:`harness.run.compile.prepare_from_cache`)."""
+    code = _EXPLAIN_ALL.split("from harness.core import registry")[0] + """
+from sklearn.datasets import load_diabetes
+from sklearn.ensemble import RandomForestRegressor
+import harness
+X, y = load_diabetes(return_X_y=True)
+model = RandomForestRegressor(5, max_depth=4, random_state=0).fit(X, y)
+harness.explain("mdi_oob", model, X, y)
+print(json.dumps({"compiled": compiled}))
+"""
+    cache = tmp_path / "numba"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600,
+                          env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"compiled": []}
+    assert any(cache.rglob("*.nbi"))
