@@ -44,8 +44,9 @@ class TreeSHAP(Method):
     double-precision kernels. Path-dependent: :mod:`harness.kernels.treeshap.path_dependent`,
     exact by
     Gauss-Legendre quadrature of the Shapley integral; it equals shap's values to rounding
-    (< 1e-12) and brute-force Shapley values of the cover game to 1e-12, and is 5-19x faster
-    than shap on one thread on the benchmark forests (deep ones gain most). Interventional:
+    (< 1e-12) and brute-force Shapley values of the cover game to 1e-12; it is faster than
+    shap on one thread on every benchmark forest, most on deep ones (``python -m harness
+    bench`` measures the ratio). Interventional:
     :mod:`harness.kernels.treeshap.interventional`, which walks each tree once for 64 rows
     and 64 background rows at a time, as bits; shap's interventional code rounds thresholds
     to float32 (shap issue 5116), so a row next to a threshold can take the other branch than
@@ -58,11 +59,12 @@ class TreeSHAP(Method):
     regressor's outputs are explained all at once (default) or one by index, a multi-output
     classifier's predicted class of each output (default) or of one output by index.
 
-    Complexity: path-dependent (the default), O(n T N_t ⌈D/2⌉) for n rows and T trees of N_t
-    nodes and depth D: one preorder pass per (row, tree) updating ⌈D/2⌉ quadrature nodes
-    (:mod:`harness.kernels.treeshap.path_dependent`; shap's Algorithm 2 is O(T L D²) per row,
-    Lundberg et al. 2020, Sec. 2.4); N_t ~ 2^D is no power of D, and the (n, p) output is
-    far below the walks up to p = 10⁴. Interventional: O(n T B L D) at most for B background
+    Complexity: path-dependent (the default), O(n T (N_t + L_t D) ⌈D/2⌉) for n rows and T
+    trees of N_t nodes, L_t leaves and depth D: one preorder pass per (row, tree) updating
+    ⌈D/2⌉ quadrature nodes at each node, and at each leaf one sum over them per feature of
+    its path (:mod:`harness.kernels.treeshap.path_dependent`; shap's Algorithm 2 is
+    O(T L D²) per row, Lundberg et al. 2020, Sec. 2.4); N_t ~ 2^D is no power of D, and the
+    (n, p) output is far below the walks up to p = 10⁴. Interventional: O(n T B L D) at most for B background
     rows and L leaves (Lundberg et al. 2020, "Interventional Tree SHAP", is O(n T B L) walks
     of a row and a background row); here one walk of a tree for 64 rows and 64 background
     rows enters only the nodes that a pair with no feature failed by both reaches, and adds
