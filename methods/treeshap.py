@@ -64,11 +64,11 @@ class TreeSHAP(Method):
     ⌈D/2⌉ quadrature nodes at each node, and at each leaf one sum over them per feature of
     its path (:mod:`harness.kernels.treeshap.path_dependent`; shap's Algorithm 2 is
     O(T L D²) per row, Lundberg et al. 2020, Sec. 2.4); N_t ~ 2^D is no power of D, and the
-    (n, p) output is far below the walks up to p = 10⁴. Interventional: O(n T B L D) at most for B background
-    rows and L leaves (Lundberg et al. 2020, "Interventional Tree SHAP", is O(n T B L) walks
-    of a row and a background row); here one walk of a tree for 64 rows and 64 background
-    rows enters only the nodes that a pair with no feature failed by both reaches, and adds
-    each leaf once per row, over the row's pairs that reach it.
+    (n, p) output is far below the walks up to p = 10⁴. Interventional: O(n T B L D) at
+    most for B background rows and L leaves (Lundberg et al. 2020, "Interventional Tree
+    SHAP", is O(n T B L) walks of a row and a background row); here one walk of a tree for
+    64 rows and 64 background rows enters only the nodes that a pair with no feature failed
+    by both reaches, and adds each leaf once per row, over the row's pairs that reach it.
     """
 
     name = "treeshap"
