@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # a fresh process: the METHODS' prepare() and one explain per task, recording
 # every harness kernel that numba compiles (a load from the cache fires no compile event)
-_EXPLAIN_ALL = """
+_RECORD_COMPILES = """
 import json
 from numba.core import event
 compiled = []
@@ -28,7 +28,8 @@ class Recorder(event.Listener):
         pass
 
 event.register("numba:compile", Recorder())
-from harness.core import registry
+"""
+_EXPLAIN_ALL = _RECORD_COMPILES + """from harness.core import registry
 from harness.core.errors import UnknownNameError
 from harness.run.execute import prepare_methods
 from tests._support.compile_check import compiled_during_explain
@@ -70,7 +71,7 @@ def test_explain_on_a_cold_cache_compiles_in_a_worker_then_loads(tmp_path):
     process into the cache and this process loads them (it compiles no harness kernel
     itself), so it runs the same machine code as any later process
     (:func:`harness.run.compile.prepare_from_cache`)."""
-    code = _EXPLAIN_ALL.split("from harness.core import registry")[0] + """
+    code = _RECORD_COMPILES + """
 from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestRegressor
 import harness

@@ -204,10 +204,7 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
                 if value[at, cls] != 0:
                     leaf_class[entry], leaf_value[entry] = cls, value[at, cls]
                     entry += 1
-    n_marked = 1
-    for i in range(1, n):
-        n_marked = max(n_marked, edge_feature[i] + 1)
-    marked = np.zeros(n_marked, dtype=np.bool_)
+    marked = np.zeros(n_features, dtype=np.bool_)
     last_edge = np.empty(edge_start[n], dtype=np.int64)
     prev_on_path = np.empty(deepest_depth + 1, dtype=np.int64)  # prev_depth of the path's edges
     superseded = np.zeros(none + 1, dtype=np.bool_)
@@ -227,11 +224,11 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
     for i in range(1, n):  # the features split on, ascending (np.unique without its sort)
         marked[edge_feature[i]] = True
     n_used = 0
-    for j in range(n_marked):
+    for j in range(n_features):
         n_used += marked[j]
     used = np.empty(n_used, dtype=np.int64)
     n_used = 0
-    for j in range(n_marked):
+    for j in range(n_features):
         if marked[j]:
             used[n_used] = j
             n_used += 1
