@@ -22,7 +22,10 @@ class BlocksUntilReleased(Method):
     name, scope, family = "test_blocks", "global", "test"
 
     def _explain(self, model, data, rng):
-        Path(os.environ["HARNESS_TEST_PIDFILE"]).write_text(str(os.getpid()))
+        pidfile = Path(os.environ["HARNESS_TEST_PIDFILE"])  # whole or absent: the test
+        partial = pidfile.with_suffix(".partial")  # polls for it and reads it at once
+        partial.write_text(str(os.getpid()))
+        partial.replace(pidfile)
         release = Path(os.environ["HARNESS_TEST_RELEASE"])
         while not release.exists():
             time.sleep(0.05)
