@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from harness.forest.packed import PackedForest, goes_left
+from harness.forest.packed import PackedForest, left_bit
 from harness.forest.permutations import GOLDEN64, MUL64_B, mix64
 from harness.kernels.reroute.permutation import path_pairs
 from harness.kernels.tree_groups import TREE_GROUPS, sum_by_groups
@@ -44,19 +44,22 @@ def node_hash(node):
 
 @njit(cache=True)
 def _dropped_level_keys(left, right, feature, threshold, missing, start, X32, row, u, j,
-                        frontier, keys):
+                        hashes, frontier, keys, first):
     """Keys of ``row``'s descent from ``u`` with the splits on ``j`` dropped (Sobol-MDA).
 
-    Writes the key of every level whose frontier is not empty into ``keys`` (level 0 is
-    ``{u}``; the last one is the set of reached leaves) and returns how many there are.
-    ``frontier`` (2, nodes + 2) holds the current level's nodes in one row and the next
-    level's in the other. Neither array argument is rebound nor passed on, and the child
-    taken is chosen by scalar branches: numba then counts no references on the caller's
-    (shared) forest arrays at each call, which 2 threads did on the same cache lines.
+    Writes the key of every level whose frontier is not empty into ``keys[first:]`` (level 0
+    is ``{u}``; the last one is the set of reached leaves) and returns how many there are.
+    ``hashes`` holds the tree's :func:`node_hash` by local node id; ``frontier`` (2, nodes +
+    2) holds the current level's nodes in one row and the next level's in the other. Neither
+    array argument is rebound nor passed on: numba then counts no references on the caller's
+    (shared) forest arrays at each call, which 2 threads did on the same cache lines. The
+    child taken is chosen without a branch (:func:`left_bit`): the frontier's nodes are
+    independent walks, whose loads the processor then overlaps instead of stopping at each
+    mispredicted direction (Sobol-MDA on Friedman #1: 1.23 s with branches, 0.93 s without).
     """
     frontier[0, 0] = u
     size = 1
-    keys[0] = node_hash(start + u)
+    keys[first] = hashes[u]
     n_levels = 1
     leaves_key = np.uint64(0)
     now = 0
@@ -68,23 +71,22 @@ def _dropped_level_keys(left, right, feature, threshold, missing, start, X32, ro
             node = frontier[now, q]
             at = start + node
             if left[at] == -1:
-                leaves_key += node_hash(at)
+                leaves_key += hashes[node]
             elif feature[at] == j:
                 frontier[then, n_next] = left[at]
                 frontier[then, n_next + 1] = right[at]
                 n_next += 2
-                next_key += node_hash(start + left[at]) + node_hash(start + right[at])
+                next_key += hashes[left[at]] + hashes[right[at]]
             else:
-                if goes_left(np.float64(X32[row, feature[at]]), threshold[at], missing, at):
-                    taken = left[at]
-                else:
-                    taken = right[at]
+                goes = np.int64(left_bit(np.float64(X32[row, feature[at]]), threshold[at],
+                                         missing[at]))
+                taken = right[at] + goes * (left[at] - right[at])
                 frontier[then, n_next] = taken
                 n_next += 1
-                next_key += node_hash(start + taken)
+                next_key += hashes[taken]
         if n_next == 0:
             return n_levels
-        keys[n_levels] = leaves_key + next_key
+        keys[first + n_levels] = leaves_key + next_key
         n_levels += 1
         now = then
         size = n_next
@@ -100,13 +102,13 @@ def table_slot(table_keys, table_stamp, generation, key, mask):
     return at
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def add_to_level_tables(table_keys, table_stamp, table_weight, table_sum, generation, mask,
-                        keys, n_levels, weight, target):
-    """Add an in-bag row (``weight`` copies of ``target``) to the cell of each of its first
-    ``n_levels`` descent levels (``keys``), opening a cell not yet stamped with
-    ``generation``."""
-    for level in range(n_levels):
+                        keys, first, n_levels, weight, targets, row):
+    """Add an in-bag row (``weight`` copies of ``targets[row]``) to the cell of each of its
+    ``n_levels`` descent levels (``keys[first:first + n_levels]``), opening a cell not yet
+    stamped with ``generation``."""
+    for level in range(first, first + n_levels):
         at = table_slot(table_keys, table_stamp, generation, keys[level], mask)
         if table_stamp[at] != generation:
             table_stamp[at] = generation
@@ -114,8 +116,8 @@ def add_to_level_tables(table_keys, table_stamp, table_weight, table_sum, genera
             table_weight[at] = 0.0
             table_sum[at, :] = 0.0
         table_weight[at] += weight
-        for c in range(target.shape[0]):
-            table_sum[at, c] += weight * target[c]
+        for c in range(targets.shape[1]):
+            table_sum[at, c] += weight * targets[row, c]
 
 
 @njit(cache=True)
@@ -143,16 +145,14 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
     ``first_feature + feature_step``, ..., with buffers of their own."""
     n, p = X32.shape
     n_values = value.shape[1]
-    # a copy per group: each ``targets[row]`` below is a view that counts a reference on its
-    # array's one header, atomically, and from 2 threads at once on the caller's array that
-    # header's cache line went back and forth between the cores (once per in-bag row and
-    # feature on its path, per tree)
-    targets = targets.copy()
     largest = 1
     for t in range(first_tree, last_tree):
         largest = max(largest, offsets[t + 1] - offsets[t])
     frontier = np.empty((2, largest + 2), dtype=np.int64)
+    hashes = np.empty(largest, dtype=np.uint64)
     keys = np.empty(max_depth + 2, dtype=np.uint64)
+    in_keys = np.empty(0, dtype=np.uint64)  # the in-bag rows' level keys, row after row
+    in_levels = np.empty(0, dtype=np.int64)
     capacity = 1024
     table_keys = np.empty(capacity, dtype=np.uint64)
     table_stamp = np.zeros(capacity, dtype=np.int64)
@@ -175,6 +175,8 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
         if n_out == 0:
             continue
         rows_in, rows_out = in_rows[:n_in], out_rows[:n_out]
+        for node in range(offsets[t + 1] - start):
+            hashes[node] = node_hash(start + node)
         span = max_depth + 1
         _, in_row, in_node, in_order, in_bucket = path_pairs(
             left, right, feature, threshold, missing, start, X32, rows_in, p, n_in * span)
@@ -183,29 +185,46 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
         for j in range(first_feature, p, feature_step):
             if out_bucket[j + 1] == out_bucket[j]:
                 continue
-            needed = 2 * (in_bucket[j + 1] - in_bucket[j]) * (max_depth + 2)
-            if needed > capacity:
-                while capacity < needed:
-                    capacity *= 2
+            # the in-bag rows' keys first, so that the table is sized to them: a power of two
+            # above their count (33-48 % of the keys were distinct per (tree, feature) on
+            # Friedman #1's forest, so the load stays under one half). A table that fits
+            # the cache beats the old bound from the forest's depth by 10 % on that forest
+            pairs = in_bucket[j + 1] - in_bucket[j]
+            if pairs * (max_depth + 2) > in_keys.size:
+                in_keys = np.empty(pairs * (max_depth + 2), dtype=np.uint64)
+                in_levels = np.empty(pairs, dtype=np.int64)
+            total = 0
+            for q in range(pairs):
+                k = in_order[in_bucket[j] + q]
+                in_levels[q] = _dropped_level_keys(left, right, feature, threshold, missing,
+                                                   start, X32, rows_in[in_row[k]], in_node[k],
+                                                   j, hashes, frontier, in_keys, total)
+                total += in_levels[q]
+            size = 1024
+            while size <= total:
+                size *= 2
+            if size > capacity:
+                capacity = size
                 table_keys = np.empty(capacity, dtype=np.uint64)
                 table_stamp = np.zeros(capacity, dtype=np.int64)
                 table_weight = np.empty(capacity)
                 table_sum = np.empty((capacity, n_values))
                 generation = 0
             generation += 1
-            mask = capacity - 1
-            for k in in_order[in_bucket[j]:in_bucket[j + 1]]:
-                row = rows_in[in_row[k]]
-                weight = np.float64(counts[row, t])
-                n_levels = _dropped_level_keys(left, right, feature, threshold, missing, start,
-                                               X32, row, in_node[k], j, frontier, keys)
+            mask = size - 1
+            total = 0
+            for q in range(pairs):
+                row = rows_in[in_row[in_order[in_bucket[j] + q]]]
                 add_to_level_tables(table_keys, table_stamp, table_weight, table_sum,
-                                    generation, mask, keys, n_levels, weight, targets[row])
+                                    generation, mask, in_keys, total, in_levels[q],
+                                    np.float64(counts[row, t]), targets, row)
+                total += in_levels[q]
             for k in out_order[out_bucket[j]:out_bucket[j + 1]]:
                 a = out_row[k]
                 row = rows_out[a]
                 n_levels = _dropped_level_keys(left, right, feature, threshold, missing, start,
-                                               X32, row, out_node[k], j, frontier, keys)
+                                               X32, row, out_node[k], j, hashes, frontier, keys,
+                                               0)
                 chosen, _ = deepest_shared_slot(table_keys, table_stamp, generation, mask, keys,
                                                 n_levels)
                 leaf = start + out_leaf[a]

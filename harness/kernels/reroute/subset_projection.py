@@ -242,7 +242,8 @@ def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_
                         continue
                     n_levels = _row_level_keys(internal, terminal, deepest, i, keys)
                     add_to_level_tables(table_keys, stamps, weights, sums, generation, mask,
-                                        keys, n_levels, np.float64(weight), targets[i])
+                                        keys, 0, n_levels, np.float64(weight), targets,
+                                        i)
                 for i in range(n):
                     if counts[i, t] != 0:
                         continue
