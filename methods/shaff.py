@@ -8,12 +8,7 @@ from harness.core.method import ExplainData
 from harness.core.params import Interval, NoneValue, Options, Param
 from harness.core.types import Importances
 from harness.estimators.oob import OOBMethod
-from harness.estimators.shaff import (
-    default_n_subsets,
-    design,
-    projected_game,
-    shapley_operator,
-)
+from harness.estimators.shaff import default_n_subsets, design, streamed_shapley
 from harness.forest.inbag import target_matrix
 
 
@@ -100,17 +95,12 @@ class SHAFF(OOBMethod):
         subsets = design(forest, n_subsets, self.params["path_depth"], rng,
                          self.params["sampling"])
         players = subsets.players
-        # the full set last: v̂(U) − v̂(∅) is the game (v(∅) = 0 by definition)
-        keep = np.vstack([subsets.keep, np.ones((1, p), dtype=bool)])
-        n_oob = inputs.inbag.n_oob_trees
-        game = projected_game(forest, inputs.X32, inputs.inbag.counts, n_oob,
-                              target_matrix(inputs.view, data.y), keep)
+        terms = streamed_shapley(forest, inputs.X32, inputs.inbag.counts,
+                                 inputs.inbag.n_oob_trees, target_matrix(inputs.view, data.y),
+                                 subsets)
         # null players (never split on) get exactly 0; the others share v̂(all)
-        per_row = np.zeros((p, game.terms.shape[1]))
-        if players.any():
-            operator, full_weight = shapley_operator(subsets.keep[:, players], subsets.weight)
-            per_row[players] = (operator @ game.terms[:-1]
-                                + full_weight[:, None] * game.terms[-1])
+        per_row = np.zeros((p, len(terms.explained)))
+        per_row[players] = terms.effects
         n_rows = per_row.shape[1]
         std = per_row.std(axis=1, ddof=1) / np.sqrt(n_rows) if n_rows > 1 else None
         return Importances(
@@ -124,10 +114,10 @@ class SHAFF(OOBMethod):
                    "sampling": self.params["sampling"],
                    "n_players": int(players.sum()),
                    "all_subsets": bool(subsets.enumerated),
-                   "explained_variance": float(game.terms[-1].mean()),
-                   "v_empty": game.v_empty,
+                   "explained_variance": float(terms.explained.mean()),
+                   "v_empty": terms.v_empty,
                    # over every projected prediction, v̂(∅)'s included (which never walk
                    # up: every in-bag row shares the one cell of no variable)
-                   "walked_up_share": float(game.walked_up.sum()
-                                            / max(1, (keep.shape[0] + 1) * n_oob.sum()))},
+                   "walked_up_share": float(terms.walked_up / max(
+                       1, (len(subsets.keep) + 2) * inputs.inbag.n_oob_trees.sum()))},
         )

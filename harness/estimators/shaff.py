@@ -285,39 +285,76 @@ def design(forest: PackedForest, n_subsets: int, path_depth: int,
                         players=players)
 
 
-def shapley_operator(keep: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The linear map of the regression: Sh = A v + b v_full.
+#: Bytes of projected predictions (sets × rows × outputs) that :func:`streamed_shapley` holds
+#: at once: the game is projected and regressed in chunks of sets, so SHAFF's memory does not
+#: grow with the number of sets (at p = 200, 4 401 sets × 1 000 rows took 35 MB per copy).
+GAME_CHUNK_BYTES = 1 << 20
+
+
+def _chunks(n_rows: int, size: int) -> list[slice]:
+    """Consecutive slices of at most ``size`` rows covering ``range(n_rows)``."""
+    return [slice(first, min(first + size, n_rows)) for first in range(0, n_rows, size)]
+
+
+@dataclass(frozen=True)
+class ShapleyRegression:
+    """Step 3 in a form that takes the game in chunks of sets (:func:`shapley_regression`).
+
+    With z̃_U the indicator of U minus the weighted mean indicator of the sets of its size
+    and w(U) its (scaled) weight, Sh = inverse · Σ_U 2 w(U) z̃_U v(U) + v(all) / p.
+    """
+
+    #: (p, p): the block of the inverse KKT matrix that maps Z̃ᵀ W v to β
+    inverse: np.ndarray
+    #: (n_sets,): the weights w(U), scaled (β does not change when W is scaled)
+    weight: np.ndarray
+    #: (n_sets,): index of each set's size among the sizes present
+    group: np.ndarray
+    #: (n_sizes, p): weighted mean indicator of the sets of each size
+    mean_design: np.ndarray
+
+    def weighted_centred(self, keep: np.ndarray, rows: slice) -> np.ndarray:
+        """2 w(U) z̃_U for the sets ``keep[rows]``, one row each."""
+        centred = keep[rows] - self.mean_design[self.group[rows]]
+        return 2.0 * self.weight[rows, None] * centred
+
+
+def shapley_regression(keep: np.ndarray, weight: np.ndarray,
+                       chunk: int = 1024) -> ShapleyRegression:
+    """The linear map of the regression, factorised: Sh = A v + v_full / p.
 
     Fits ``v(U) ≈ β·1_U + h(|U|)`` by weighted least squares over the rows of ``keep``,
-    with a free h per size present and Σ_j β_j = 0, and returns Sh = β + v_full / p (module
+    with a free h per size present and Σ_j β_j = 0, and gives Sh = β + v_full / p (module
     docstring). By Frisch-Waugh-Lovell, β is the regression of the within-size centred v
-    on the within-size centred design Z̃ (weighted means per size removed), solved once for
-    the operator with the KKT system [[2 Z̃ᵀ W Z̃, 1], [1ᵀ, 0]] [β; λ] = [2 Z̃ᵀ W ṽ; 0].
-    Z̃ 1 = 0 (every row of a size holds the same number of ones), and the constraint fixes
-    that direction; the system has one solution exactly when Z̃ᵀ W Z̃ has rank p − 1, i.e.
-    when the subsets identify every contrast between the variables within their sizes;
-    otherwise the regression is underdetermined and is refused (no minimum-norm answer that
-    would look like an estimate).
+    on the within-size centred design Z̃ (weighted means per size removed), solved with the
+    KKT system [[2 Z̃ᵀ W Z̃, 1], [1ᵀ, 0]] [β; λ] = [2 Z̃ᵀ W ṽ; 0]. Z̃ 1 = 0 (every row of a
+    size holds the same number of ones), and the constraint fixes that direction; the
+    system has one solution exactly when Z̃ᵀ W Z̃ has rank p − 1, i.e. when the subsets
+    identify every contrast between the variables within their sizes; otherwise the
+    regression is underdetermined and is refused (no minimum-norm answer that would look
+    like an estimate). Z̃ᵀ W M = 0 because the weighted column sums of Z̃ vanish within
+    every size, so the centring of v can be dropped: A = inverse · 2 Z̃ᵀ W. Z̃ is formed
+    ``chunk`` sets at a time.
 
     Raises
     ------
     InvalidParameterError
         When the subsets do not determine β (too few distinct subsets for the variables).
     """
-    Z = keep.astype(float)
-    n_rows, p = Z.shape
-    scale = weight.max() if len(weight) else 1.0  # β does not change when W is scaled
+    n_rows, p = keep.shape
+    scale = weight.max() if len(weight) else 1.0
     w = weight / scale
-    size = keep.sum(axis=1)
-    # centring matrix C (rows x rows, block per size): C v = v − weighted size mean
-    _, group = np.unique(size, return_inverse=True)
+    _, group = np.unique(keep.sum(axis=1), return_inverse=True)
     total = np.bincount(group, weights=w)
     share = w / total[group]  # weight of a row within its size
     mean_design = np.zeros((len(total), p))
-    np.add.at(mean_design, group, share[:, None] * Z)
-    centred = Z - mean_design[group]
+    for rows in _chunks(n_rows, chunk):
+        np.add.at(mean_design, group[rows], share[rows, None] * keep[rows])
+    regression = ShapleyRegression(np.zeros((p, p)), w, group, mean_design)
     kkt = np.zeros((p + 1, p + 1))
-    kkt[:p, :p] = 2.0 * centred.T @ (w[:, None] * centred)
+    for rows in _chunks(n_rows, chunk):
+        kkt[:p, :p] += regression.weighted_centred(keep, rows).T @ (
+            keep[rows] - mean_design[group[rows]])
     kkt[:p, p] = 1.0
     kkt[p, :p] = 1.0
     rank = np.linalg.matrix_rank(kkt)
@@ -328,12 +365,35 @@ def shapley_operator(keep: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, 
             "design must have rank p - 1 under the efficiency constraint). Use more subsets "
             f"('n_subsets') or include every singleton. Got {n_rows} subsets for {p} "
             "variables.")
-    # β = S Z̃ᵀ W (v − M v): Z̃ᵀ W M = 0 because the weighted column sums of Z̃ vanish
-    # within every size, so the centring of v can be dropped
-    rhs = np.zeros((p + 1, n_rows))
-    rhs[:p] = 2.0 * (centred * w[:, None]).T
-    operator = np.linalg.solve(kkt, rhs)[:p]
-    return operator, np.full(p, 1.0 / p)
+    inverse = np.linalg.solve(kkt, np.eye(p + 1)[:, :p])[:p]
+    return ShapleyRegression(inverse, w, group, mean_design)
+
+
+def shapley_operator(keep: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The regression of :func:`shapley_regression` as a matrix: Sh = A v + b v_full, with A
+    (p, n_sets) and b = 1 / p for every variable."""
+    regression = shapley_regression(keep, weight)
+    operator = regression.inverse @ regression.weighted_centred(keep, slice(None)).T
+    return operator, np.full(keep.shape[1], 1.0 / keep.shape[1])
+
+
+def explained_shares(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
+                     n_oob: np.ndarray, targets: np.ndarray,
+                     keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row terms of v̂(U) for each set U (a row of ``keep``), and the projected predictions
+    of each set that walked up (:func:`projected_oob_predictions`).
+
+    v̂(U) = 1 − Σ_i ‖target_i − m̂_U^OOB(X_i)‖² / (|I| Σ_k V(target_k)) over the rows I with
+    an out-of-bag tree (Bénard et al. 2022, Sec. 3, Eq. of v̂_{M,n}; for classes, the Brier
+    score of the projected class probabilities): row i's term is 1 − its squared error
+    over Σ_k V(target_k), an (n_sets, |I|) array.
+    """
+    total, n_walked_up = projected_oob_predictions(forest, X32, counts, targets, keep)
+    scored = n_oob > 0
+    projected = total[:, scored] / n_oob[scored, None]
+    errors = ((targets[scored][None] - projected) ** 2).sum(axis=2)
+    variance = float(targets.var(axis=0, ddof=1).sum())
+    return 1.0 - errors / variance, n_walked_up
 
 
 @dataclass(frozen=True)
@@ -355,11 +415,8 @@ def projected_game(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
                    n_oob: np.ndarray, targets: np.ndarray, keep: np.ndarray) -> ProjectedGame:
     """SHAFF step 2: the game v̂(U) − v̂(∅) of the out-of-bag forest projected on each U.
 
-    v̂(U) = 1 − Σ_i ‖target_i − m̂_U^OOB(X_i)‖² / (|I| Σ_k V(target_k)) over the rows I with
-    an out-of-bag tree (Bénard et al. 2022, Sec. 3, Eq. of v̂_{M,n}; for classes, the Brier
-    score of the projected class probabilities). It is taken relative to v̂(∅) because the
-    game must have v(∅) = 0, and the OOB error of the in-bag means is slightly above
-    Σ_k V(target_k).
+    v̂ is :func:`explained_shares`. It is taken relative to v̂(∅) because the game must have
+    v(∅) = 0, and the OOB error of the in-bag means is slightly above Σ_k V(target_k).
 
     Parameters
     ----------
@@ -378,11 +435,55 @@ def projected_game(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
     """
     p = keep.shape[1]
     with_empty = np.vstack([keep, np.zeros((1, p), dtype=bool)])
-    total, n_walked_up = projected_oob_predictions(forest, X32, counts, targets, with_empty)
-    scored = n_oob > 0
-    projected = total[:, scored] / n_oob[scored, None]
-    errors = ((targets[scored][None] - projected) ** 2).sum(axis=2)
-    variance = float(targets.var(axis=0, ddof=1).sum())
-    explained = 1.0 - errors / variance
+    explained, n_walked_up = explained_shares(forest, X32, counts, n_oob, targets, with_empty)
     return ProjectedGame(terms=explained[:-1] - explained[-1],
                          v_empty=float(explained[-1].mean()), walked_up=n_walked_up[:-1])
+
+
+@dataclass(frozen=True)
+class ShapleyTerms:
+    """What :func:`streamed_shapley` returns, term by term over the scored rows."""
+
+    #: (n_players, n_scored): row i's term of each player's Shapley effect (the effect is
+    #: the row mean)
+    effects: np.ndarray
+    #: (n_scored,): row terms of v̂(all) − v̂(∅)
+    explained: np.ndarray
+    #: v̂(∅), the projection on no variable (the trees' in-bag means)
+    v_empty: float
+    #: projected (row, tree) predictions, over every set, that took a shallower level's
+    walked_up: int
+
+
+def streamed_shapley(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
+                     n_oob: np.ndarray, targets: np.ndarray,
+                     subsets: SubsetDesign) -> ShapleyTerms:
+    """SHAFF steps 2 and 3 with the design's sets taken in chunks.
+
+    The game of :func:`projected_game` on the design's sets, regressed by
+    :func:`shapley_regression` on the players, without holding the (n_sets, n) game: each
+    chunk of sets (``GAME_CHUNK_BYTES`` of projected predictions) is projected and its
+    weighted, centred indicators times its game terms are summed, Σ_U 2 w(U) z̃_U v(U);
+    the effects are the inverse KKT block times that sum, plus (v̂(all) − v̂(∅)) / p. The
+    empty and the full set are projected first.
+    """
+    n_features = subsets.keep.shape[1]
+    ends = np.vstack([np.zeros((1, n_features), dtype=bool),
+                      np.ones((1, n_features), dtype=bool)])
+    (empty, full), walked_ends = explained_shares(forest, X32, counts, n_oob, targets, ends)
+    players = subsets.players
+    keep = subsets.keep[:, players]
+    effects = np.zeros((keep.shape[1], len(empty)))
+    walked_up = int(walked_ends.sum())
+    if players.any():
+        regression = shapley_regression(keep, subsets.weight)
+        chunk = max(1, GAME_CHUNK_BYTES // max(1, X32.shape[0] * targets.shape[1] * 8))
+        weighted_sum = np.zeros_like(effects)  # Σ_U 2 w(U) z̃_U (v̂(U) − v̂(∅)), by row
+        for rows in _chunks(len(keep), chunk):
+            explained, walked = explained_shares(forest, X32, counts, n_oob, targets,
+                                                 subsets.keep[rows])
+            weighted_sum += regression.weighted_centred(keep, rows).T @ (explained - empty)
+            walked_up += int(walked.sum())
+        effects = regression.inverse @ weighted_sum + (full - empty) / keep.shape[1]
+    return ShapleyTerms(effects=effects, explained=full - empty, v_empty=float(empty.mean()),
+                        walked_up=walked_up)
