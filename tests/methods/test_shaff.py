@@ -13,7 +13,15 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import harness
 from harness.api import load_dataset
-from harness.estimators.shaff import all_subsets, shapley_kernel, shapley_operator
+from harness.estimators import shaff as shaff_estimators
+from harness.estimators.shaff import (
+    all_subsets,
+    design,
+    projected_game,
+    shapley_kernel,
+    shapley_operator,
+    streamed_shapley,
+)
 from harness.forest.inbag import target_matrix
 from harness.forest.packed import as_float32_rows
 from harness.forest.view import forest_view
@@ -136,6 +144,30 @@ def test_the_regression_over_all_subsets_is_the_shapley_formula():
     estimate = operator @ values + full_weight * 1.7
     expected = shapley_by_subsets(p, lambda subset: v[frozenset(subset)])
     np.testing.assert_allclose(estimate, expected, rtol=0, atol=1e-10)
+
+
+def test_the_streamed_effects_are_the_shapley_formula_of_the_projected_game(monkeypatch):
+    """SHAFF projects and regresses its sets in chunks (``GAME_CHUNK_BYTES``) and never holds
+    the whole game. With every subset of 5 variables and chunks of one set, the effects must
+    still be the Shapley formula of the projected game v̂(U) − v̂(∅), that game computed set
+    by set with :func:`projected_game` (all subsets enumerated: no regression error)."""
+    X, y = make_friedman1(n_samples=200, n_features=5, noise=0.5, random_state=0)
+    model = RandomForestRegressor(n_estimators=20, min_samples_leaf=3, random_state=0)
+    view = forest_view(model.fit(X, y))
+    view.build("inbag", "packed")
+    inputs = (view.packed, view.rows(X), view.inbag.counts, view.inbag.n_oob_trees,
+              target_matrix(view, y))
+    subsets = design(view.packed, 1000, 4, np.random.default_rng(0))
+    assert subsets.enumerated and subsets.players.all()
+    monkeypatch.setattr(shaff_estimators, "GAME_CHUNK_BYTES", 1)
+    streamed = streamed_shapley(*inputs, subsets)
+    keep = np.vstack([all_subsets(5), np.ones((1, 5), dtype=bool)])
+    game = projected_game(*inputs, keep).terms.mean(axis=1)
+    value = {frozenset(np.flatnonzero(row)): v for row, v in zip(keep, game, strict=True)}
+    value[frozenset()] = 0.0
+    expected = shapley_by_subsets(5, lambda subset: value[frozenset(subset)])
+    np.testing.assert_allclose(streamed.effects.mean(axis=1), expected, rtol=0, atol=1e-12)
+    assert streamed.explained.mean() == pytest.approx(game[-1], abs=1e-14)
 
 
 @pytest.mark.parametrize("n_subsets", [1000, 24])
