@@ -307,8 +307,8 @@ def projected_oob_predictions(forest: PackedForest, X32: np.ndarray, counts: np.
     n_subsets = keep.shape[0]
     tables = descent_tables(forest.left, forest.right, forest.offsets)
     largest = int(np.diff(forest.offsets).max(initial=1))
-    capacity = 16
-    while capacity < 2 * n * (forest.max_depth + 2):  # every in-bag row inserts a key per level
+    capacity = 16  # above the most keys a (subset, tree) inserts: a key per in-bag row and level
+    while capacity <= n * (forest.max_depth + 2):
         capacity *= 2
     if n_groups is None:
         n_groups = int(max(1, min(SUBSET_GROUPS, n_subsets)))
