@@ -55,6 +55,8 @@ class SHAFF(OOBMethod):
     visits (it branches only where the subset's variables still split below): one projected
     out-of-bag prediction per (subset, tree, row) (Bénard et al. 2022, Algorithm 1), then
     the weighted least squares on the K subsets. Linear in p while the projections dominate.
+    Memory beyond the forest: O(p n + p² + K p), not O(K n): the subsets are projected and
+    regressed in chunks (:func:`harness.estimators.shaff.streamed_shapley`).
     """
 
     name = "shaff"

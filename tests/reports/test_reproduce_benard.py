@@ -60,7 +60,8 @@ def test_the_block_sums_share_the_explained_variance_of_the_same_explain():
 def test_the_by_block_note_follows_its_numbers():
     """The full-scale by-block note (too slow for the suite) from rows made up here: the
     trend between the first and last rows of leaves of 5 is read from blocks 2-5's distance
-    to 0.45, and a row of larger leaves gets its own sentence with its own figures."""
+    to 0.45, and a row of larger leaves gets its own sentence with its own figures (at the
+    first n: whether they bring the ranking back)."""
     from harness.reports.targets._shaff_blocks import BlockRow
     from harness.reports.targets.benard2022_shaff import Benard2022SHAFF
 
@@ -77,3 +78,10 @@ def test_the_by_block_note_follows_its_numbers():
     assert "came closer to its exact 0.45 (0.290 → 0.400)" in closer
     assert "min_samples_leaf 300 at n = 30000" in closer
     assert "top five shares 5 of 5 (against 1 at n = 1000)" in closer
+    larger = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), row(1000, 20, 0.33, 2),
+                                        row(3000, 5, 0.19, 1)])
+    assert ("At n = 1000, leaves of 20 rows (25% walked up) leave the top five at 2 of 5"
+            in larger)
+    assert "so at this n the leaf size is not what loses the weak blocks" in larger
+    assert "moved away from its exact 0.45 (0.290 → 0.190)" in larger
+    assert "leaves that grow" not in larger
