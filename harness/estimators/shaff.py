@@ -64,7 +64,10 @@ import numpy as np
 
 from harness.core.errors import InvalidParameterError
 from harness.forest.packed import PackedForest
-from harness.kernels.reroute.subset_projection import projected_oob_predictions
+from harness.kernels.reroute.subset_projection import (
+    SUBSET_GROUPS,
+    projected_oob_predictions,
+)
 
 
 @dataclass
@@ -286,9 +289,9 @@ def design(forest: PackedForest, n_subsets: int, path_depth: int,
 
 
 #: Bytes of projected predictions (sets × rows × outputs) that :func:`streamed_shapley` holds
-#: at once: the game is projected and regressed in chunks of sets, so SHAFF's memory does not
-#: grow with the number of sets (at p = 200, 4 401 sets × 1 000 rows took 35 MB per copy;
-#: a chunk's few copies now take about 1 MB, under the p = 200 forest's 3.3 MB).
+#: at once, or ``SUBSET_GROUPS`` sets if more: the game is projected and regressed in chunks
+#: of sets, so SHAFF's memory does not grow with the number of sets (at p = 200, 4 401 sets
+#: × 1 000 rows took 35 MB per copy; a chunk of 64 sets takes 0.5 MB).
 GAME_CHUNK_BYTES = 1 << 18
 
 
@@ -478,7 +481,9 @@ def streamed_shapley(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
     walked_up = int(walked_ends.sum())
     if players.any():
         regression = shapley_regression(keep, subsets.weight)
-        chunk = max(1, GAME_CHUNK_BYTES // max(1, X32.shape[0] * targets.shape[1] * 8))
+        # at least SUBSET_GROUPS sets, so that every chunk has a task per core (a fixed
+        # number, never the number of threads: the chunks fix the order of the sums)
+        chunk = max(SUBSET_GROUPS, GAME_CHUNK_BYTES // (X32.shape[0] * targets.shape[1] * 8))
         weighted_sum = np.zeros_like(effects)  # Σ_U 2 w(U) z̃_U (v̂(U) − v̂(∅)), by row
         for rows in _chunks(len(keep), chunk):
             explained, walked = explained_shares(forest, X32, counts, n_oob, targets,

@@ -147,10 +147,11 @@ def test_the_regression_over_all_subsets_is_the_shapley_formula():
 
 
 def test_the_streamed_effects_are_the_shapley_formula_of_the_projected_game(monkeypatch):
-    """SHAFF projects and regresses its sets in chunks (``GAME_CHUNK_BYTES``) and never holds
-    the whole game. With every subset of 5 variables and chunks of one set, the effects must
-    still be the Shapley formula of the projected game v̂(U) − v̂(∅), that game computed set
-    by set with :func:`projected_game` (all subsets enumerated: no regression error)."""
+    """SHAFF projects and regresses its sets in chunks (``GAME_CHUNK_BYTES``, at least
+    ``SUBSET_GROUPS`` sets) and never holds the whole game. With every subset of 5 variables
+    and chunks of one set, the effects must still be the Shapley formula of the projected
+    game v̂(U) − v̂(∅), that game computed set by set with :func:`projected_game` (all
+    subsets enumerated: no regression error)."""
     X, y = make_friedman1(n_samples=200, n_features=5, noise=0.5, random_state=0)
     model = RandomForestRegressor(n_estimators=20, min_samples_leaf=3, random_state=0)
     view = forest_view(model.fit(X, y))
@@ -160,6 +161,7 @@ def test_the_streamed_effects_are_the_shapley_formula_of_the_projected_game(monk
     subsets = design(view.packed, 1000, 4, np.random.default_rng(0))
     assert subsets.enumerated and subsets.players.all()
     monkeypatch.setattr(shaff_estimators, "GAME_CHUNK_BYTES", 1)
+    monkeypatch.setattr(shaff_estimators, "SUBSET_GROUPS", 1)  # the least sets per chunk
     streamed = streamed_shapley(*inputs, subsets)
     keep = np.vstack([all_subsets(5), np.ones((1, 5), dtype=bool)])
     game = projected_game(*inputs, keep).terms.mean(axis=1)
