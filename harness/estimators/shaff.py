@@ -8,7 +8,9 @@ random Forests", AISTATS 2022 (arXiv 2105.11724), Sec. 3; seed 002 (Scornet's sl
    the frequencies p̂(U) of the variable sets met along the forest's root-to-node paths
    (``sampling="paths"``, nodes of depth 1 to ``path_depth``).
 2. (:func:`projected_game`, on :mod:`harness.kernels.reroute.subset_projection`) v̂(U),
-   the out-of-bag explained variance of the forest projected on U.
+   the out-of-bag explained variance of the forest projected on U. The method takes steps 2
+   and 3 together in chunks of sets (:func:`streamed_shapley`), so that its memory does not
+   grow with K.
 3. Sh = argmin_β (1/K) Σ_U w(U) / p̂(U) (v̂(U) − β·1_U)², with the Shapley kernel
    w(U) = (p − 1) / (C(p, |U|) |U| (p − |U|)) (Lundberg & Lee 2017) and the efficiency
    constraint Σ_j β_j = v̂({1..p}).
