@@ -66,10 +66,7 @@ import numpy as np
 
 from harness.core.errors import InvalidParameterError
 from harness.forest.packed import PackedForest
-from harness.kernels.reroute.subset_projection import (
-    SUBSET_GROUPS,
-    projected_oob_predictions,
-)
+from harness.kernels.reroute.subset_projection import SUBSET_GROUPS, SubsetProjector
 
 
 @dataclass
@@ -321,8 +318,7 @@ class ShapleyRegression:
 
     def weighted_centred(self, keep: np.ndarray, rows: slice) -> np.ndarray:
         """2 w(U) z̃_U for the sets ``keep[rows]``, one row each."""
-        centred = keep[rows] - self.mean_design[self.group[rows]]
-        return 2.0 * self.weight[rows, None] * centred
+        return 2.0 * self.weight[rows, None] * (keep[rows] - self.mean_design[self.group[rows]])
 
 
 def shapley_regression(keep: np.ndarray, weight: np.ndarray,
@@ -356,11 +352,10 @@ def shapley_regression(keep: np.ndarray, weight: np.ndarray,
     mean_design = np.zeros((len(total), p))
     for rows in _chunks(n_rows, chunk):
         np.add.at(mean_design, group[rows], share[rows, None] * keep[rows])
-    regression = ShapleyRegression(np.zeros((p, p)), w, group, mean_design)
     kkt = np.zeros((p + 1, p + 1))
     for rows in _chunks(n_rows, chunk):
-        kkt[:p, :p] += regression.weighted_centred(keep, rows).T @ (
-            keep[rows] - mean_design[group[rows]])
+        centred = keep[rows] - mean_design[group[rows]]
+        kkt[:p, :p] += (2.0 * w[rows, None] * centred).T @ centred
     kkt[:p, p] = 1.0
     kkt[p, :p] = 1.0
     rank = np.linalg.matrix_rank(kkt)
@@ -383,18 +378,18 @@ def shapley_operator(keep: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, 
     return operator, np.full(keep.shape[1], 1.0 / keep.shape[1])
 
 
-def explained_shares(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
-                     n_oob: np.ndarray, targets: np.ndarray,
+def explained_shares(projector: SubsetProjector, n_oob: np.ndarray,
                      keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row terms of v̂(U) for each set U (a row of ``keep``), and the projected predictions
-    of each set that walked up (:func:`projected_oob_predictions`).
+    of each set that walked up (:meth:`SubsetProjector.predictions`).
 
     v̂(U) = 1 − Σ_i ‖target_i − m̂_U^OOB(X_i)‖² / (|I| Σ_k V(target_k)) over the rows I with
     an out-of-bag tree (Bénard et al. 2022, Sec. 3, Eq. of v̂_{M,n}; for classes, the Brier
     score of the projected class probabilities): row i's term is 1 − its squared error
     over Σ_k V(target_k), an (n_sets, |I|) array.
     """
-    total, n_walked_up = projected_oob_predictions(forest, X32, counts, targets, keep)
+    targets = projector.targets
+    total, n_walked_up = projector.predictions(keep)
     scored = n_oob > 0
     projected = total[:, scored] / n_oob[scored, None]
     errors = ((targets[scored][None] - projected) ** 2).sum(axis=2)
@@ -441,7 +436,8 @@ def projected_game(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
     """
     p = keep.shape[1]
     with_empty = np.vstack([keep, np.zeros((1, p), dtype=bool)])
-    explained, n_walked_up = explained_shares(forest, X32, counts, n_oob, targets, with_empty)
+    projector = SubsetProjector.build(forest, X32, counts, targets)
+    explained, n_walked_up = explained_shares(projector, n_oob, with_empty)
     return ProjectedGame(terms=explained[:-1] - explained[-1],
                          v_empty=float(explained[-1].mean()), walked_up=n_walked_up[:-1])
 
@@ -476,7 +472,8 @@ def streamed_shapley(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
     n_features = subsets.keep.shape[1]
     ends = np.vstack([np.zeros((1, n_features), dtype=bool),
                       np.ones((1, n_features), dtype=bool)])
-    (empty, full), walked_ends = explained_shares(forest, X32, counts, n_oob, targets, ends)
+    projector = SubsetProjector.build(forest, X32, counts, targets)  # once for every chunk
+    (empty, full), walked_ends = explained_shares(projector, n_oob, ends)
     players = subsets.players
     keep = subsets.keep[:, players]
     effects = np.zeros((keep.shape[1], len(empty)))
@@ -488,8 +485,7 @@ def streamed_shapley(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
         chunk = max(SUBSET_GROUPS, GAME_CHUNK_BYTES // (X32.shape[0] * targets.shape[1] * 8))
         weighted_sum = np.zeros_like(effects)  # Σ_U 2 w(U) z̃_U (v̂(U) − v̂(∅)), by row
         for rows in _chunks(len(keep), chunk):
-            explained, walked = explained_shares(forest, X32, counts, n_oob, targets,
-                                                 subsets.keep[rows])
+            explained, walked = explained_shares(projector, n_oob, subsets.keep[rows])
             weighted_sum += regression.weighted_centred(keep, rows).T @ (explained - empty)
             walked_up += int(walked.sum())
         effects = regression.inverse @ weighted_sum + (full - empty) / keep.shape[1]

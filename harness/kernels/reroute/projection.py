@@ -93,6 +93,16 @@ def _dropped_level_keys(left, right, feature, threshold, missing, start, X32, ro
 
 
 @njit(cache=True)
+def table_size(n_keys, smallest):
+    """The smallest power of two above ``n_keys`` and at least ``smallest``: a table that
+    many keys leave with a free slot, and that stays near the cache when they are few."""
+    size = smallest
+    while size <= n_keys:
+        size *= 2
+    return size
+
+
+@njit(cache=True)
 def table_slot(table_keys, table_stamp, generation, key, mask):
     """Open-addressing slot of ``key``: its own, or the first one not stamped with
     ``generation`` (a table is reset by bumping the generation)."""
@@ -200,9 +210,7 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
                                                    start, X32, rows_in[in_row[k]], in_node[k],
                                                    j, hashes, frontier, in_keys, total)
                 total += in_levels[q]
-            size = 1024
-            while size <= total:
-                size *= 2
+            size = table_size(total, 1024)
             if size > capacity:
                 capacity = size
                 table_keys = np.empty(capacity, dtype=np.uint64)

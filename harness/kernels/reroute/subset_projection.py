@@ -40,6 +40,8 @@ for 60 random subsets of the p = 200 bench forest, one thread, the same bits.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 
@@ -49,6 +51,7 @@ from harness.kernels.reroute.projection import (
     add_to_level_tables,
     deepest_shared_slot,
     node_hash,
+    table_size,
 )
 
 #: Interleaved groups of subsets of :func:`projected_oob_predictions`, one parallel task
@@ -245,10 +248,7 @@ def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_
                 for i in range(n):
                     if counts_by_tree[t, i] != 0:
                         n_keys += deepest[i] + 2
-                size = 16
-                while size <= n_keys:
-                    size *= 2
-                mask = min(size, capacity) - 1
+                mask = min(table_size(n_keys, 16), capacity) - 1
                 for i in range(n):  # in row order: the cells' sums are added in that order
                     weight = counts_by_tree[t, i]
                     if weight == 0:
@@ -270,6 +270,48 @@ def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_
                     if level < n_levels - 1:
                         walked_up += 1
             n_walked_up[s] = walked_up
+
+
+@dataclass(frozen=True)
+class SubsetProjector:
+    """Projections of one forest on variable subsets, for one set of training rows: what every
+    call shares (the forest's descent tables, the in-bag counts tree by tree, the tables'
+    capacity) is computed once, by :meth:`build`, so that a caller that projects its
+    subsets in chunks (:func:`harness.estimators.shaff.streamed_shapley`) pays it once."""
+
+    forest: PackedForest
+    X32: np.ndarray
+    #: (n_trees, n): the in-bag counts tree by tree, so that each (subset, tree) reads its
+    #: tree's counts contiguously
+    counts_by_tree: np.ndarray
+    targets: np.ndarray
+    tables: tuple
+    largest: int
+    capacity: int
+
+    @classmethod
+    def build(cls, forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
+              targets: np.ndarray) -> SubsetProjector:
+        """See :func:`projected_oob_predictions` for the arguments."""
+        n_keys = X32.shape[0] * (forest.max_depth + 2)  # at most a key per row and level
+        return cls(forest, X32, np.ascontiguousarray(counts.T), targets,
+                   descent_tables(forest.left, forest.right, forest.offsets),
+                   int(np.diff(forest.offsets).max(initial=1)), int(table_size(n_keys, 16)))
+
+    def predictions(self, keep: np.ndarray,
+                    n_groups: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`projected_oob_predictions` of the subsets ``keep``."""
+        forest = self.forest
+        n_subsets = keep.shape[0]
+        if n_groups is None:
+            n_groups = int(max(1, min(SUBSET_GROUPS, n_subsets)))
+        total = np.zeros((n_subsets, self.X32.shape[0], self.targets.shape[1]))
+        n_walked_up = np.zeros(n_subsets, dtype=np.int64)
+        run_tasks(_projected_oob_tasks, n_groups, forest.left, forest.right, forest.feature,
+                  forest.threshold, forest.missing_left, forest.offsets, forest.max_depth,
+                  self.X32, self.counts_by_tree, self.targets, keep, *self.tables, n_groups,
+                  self.largest, self.capacity, total, n_walked_up)
+        return total, n_walked_up
 
 
 def projected_oob_predictions(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
@@ -303,19 +345,4 @@ def projected_oob_predictions(forest: PackedForest, X32: np.ndarray, counts: np.
         How many (row, tree) predictions found no in-bag row in their projected cell and took
         a shallower level's.
     """
-    n = X32.shape[0]
-    n_subsets = keep.shape[0]
-    tables = descent_tables(forest.left, forest.right, forest.offsets)
-    largest = int(np.diff(forest.offsets).max(initial=1))
-    capacity = 16  # above the most keys a (subset, tree) inserts: a key per in-bag row and level
-    while capacity <= n * (forest.max_depth + 2):
-        capacity *= 2
-    if n_groups is None:
-        n_groups = int(max(1, min(SUBSET_GROUPS, n_subsets)))
-    total = np.zeros((n_subsets, n, targets.shape[1]))
-    n_walked_up = np.zeros(n_subsets, dtype=np.int64)
-    run_tasks(_projected_oob_tasks, n_groups, forest.left, forest.right, forest.feature,
-              forest.threshold, forest.missing_left, forest.offsets, forest.max_depth, X32,
-              np.ascontiguousarray(counts.T), targets, keep, *tables, n_groups, largest,
-              capacity, total, n_walked_up)
-    return total, n_walked_up
+    return SubsetProjector.build(forest, X32, counts, targets).predictions(keep, n_groups)
