@@ -4,10 +4,12 @@ The figures of ``python -m harness bench --cold`` (:mod:`harness.bench.cold`), i
 temporary ``NUMBA_CACHE_DIR`` (issue 22, part 1):
 
 - ``CompileSuite``: the one-off parallel compile of every installed method's kernels
-  (``python -m harness compile``; one worker per usable core), wall seconds;
+  (``python -m harness compile``; one worker per usable core), wall seconds: the step the
+  first ``import harness`` of an environment runs (:mod:`harness.run.first_import`);
 - ``ColdStartSuite``: per method, the first ``harness.explain`` on a 50-tree random forest of
-  ``diabetes`` in a fresh process on one numba thread, from an EMPTY cache (what a user who
-  skips the compile step waits; target 2 s) and from the cache the compile step left.
+  ``diabetes`` in a fresh process on one numba thread, from the cache the compile step left
+  (what every first call costs after that import; target 2 s) and from an EMPTY cache with
+  ``HARNESS_COMPILE=lazy`` (what a user who turns the import's step off waits).
 
 Wall time is what a user waits; CPU time of the process over the call is what a busy machine
 changes least (compiling is single-threaded work).

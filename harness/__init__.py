@@ -40,3 +40,11 @@ __all__ = [
     "NotInstalledError", "TruthVector", "UnknownNameError", "compare", "explain", "fit_model",
     "forest_view", "list_datasets", "list_methods", "load_dataset", "load_results",
 ]
+
+# last, once every name above exists: the first import of an environment compiles the
+# kernels numba's cache lacks, with a progress line (harness.run.first_import)
+from harness.run.first_import import compile_at_first_import  # noqa: E402
+
+compile_at_first_import()
+del compile_at_first_import
+

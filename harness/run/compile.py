@@ -202,7 +202,9 @@ def compile_in_processes(method_classes: Iterable[type], processes: int | None =
     lock = threading.Lock()
     queue = list(reversed(tasks))  # pop() from the end: largest first
     total, done = len(classes), [0]
-    worker_env = {**(os.environ if env is None else env), "NUMBA_NUM_THREADS": "1"}
+    # lazy: a worker's own ``import harness`` must not start a compile of its own
+    worker_env = {**(os.environ if env is None else env), "NUMBA_NUM_THREADS": "1",
+                  "HARNESS_COMPILE": "lazy"}
 
     def serve() -> None:
         worker = subprocess.Popen([sys.executable, "-m", "harness.run.compile"],

@@ -67,7 +67,8 @@ def test_after_the_compile_command_a_fresh_process_compiles_nothing():
 
 
 def test_explain_on_a_cold_cache_compiles_in_a_worker_then_loads(tmp_path):
-    """``harness.explain`` on an empty numba cache: the kernels are compiled by a worker
+    """``harness.explain`` on an empty numba cache, with the compile at import turned off
+    (``HARNESS_COMPILE=lazy``): the kernels are compiled by a worker
     process into the cache and this process loads them (it compiles no harness kernel
     itself), so it runs the same machine code as any later process
     (:func:`harness.run.compile.prepare_from_cache`)."""
@@ -83,7 +84,8 @@ print(json.dumps({"compiled": compiled}))
     cache = tmp_path / "numba"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=600,
-                          env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
+                          env={**os.environ, "NUMBA_CACHE_DIR": str(cache),
+                               "HARNESS_COMPILE": "lazy"})
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"compiled": []}
     assert any(cache.rglob("*.nbi"))
