@@ -145,8 +145,9 @@ class _ProgressLine:
     def __init__(self, stream: TextIO, total: int, where: str) -> None:
         self.stream, self.total, self.start = stream, total, time.perf_counter()
         self.tty = bool(getattr(stream, "isatty", lambda: False)())
-        self.head = (f"harness: compiling the kernels of {total} methods into numba's cache "
-                     f"({where}), once for this environment")
+        methods = "1 method" if total == 1 else f"{total} methods"
+        self.head = (f"harness: compiling the kernels of {methods}, once for this environment, "
+                     f"into numba's cache: {where}")
         if not self.tty:
             self._write(self.head + " ...\n")
 

@@ -61,7 +61,8 @@ def test_the_cold_methods_are_compiled_once_with_a_progress_line(cache):
     assert compile_at_first_import([TinyKernel, TinyKernelTwin], stream, fake) == []
     assert fake.calls == [["tiny_kernel"]]
     lines = stream.getvalue().splitlines()
-    assert lines[0].startswith("harness: compiling the kernels of 1 methods into numba's cache")
+    assert lines[0].startswith("harness: compiling the kernels of 1 method, once for this "
+                               "environment, into numba's cache: ")
     assert lines[-1].startswith("harness: done in ")
 
 
