@@ -80,7 +80,7 @@ class OOBMethod(LossMethod):
     def permutation_pass(self, inputs: OOBInputs, loss: Loss, rng: np.random.Generator,
                          ensemble: bool) -> PermutationPass:
         """The shared OOB permutation pass (one seed drawn from the cell's generator, so the
-        MDA variants permute identically): per-tree loss increases and, if ``ensemble``,
+        MDA variants permute identically): per-tree loss increases or, if ``ensemble``,
         per-row output shifts and the OOB output (:func:`oob_permutation_pass`)."""
         return oob_permutation_pass(inputs.forest, inputs.X32, inputs.inbag.counts,
                                     inputs.targets, loss.code, draw_seed(rng), ensemble)

@@ -77,13 +77,15 @@ def path_pairs(left, right, feature, threshold, missing, start, X32, rows, n_fea
 @njit(cache=True)
 def _oob_permutation_pass(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
                           counts, targets, loss_code, seed, want_ensemble):
-    """Per-tree loss increases and per-row output shifts under OOB permutations.
+    """Per-tree loss increases, or per-row output shifts, under OOB permutations.
 
     For tree t, feature j and the OOB rows O_t of t, column j is permuted within O_t by the
-    keyed permutation (seed, STREAM_OOB, t, j). Returns
+    keyed permutation (seed, STREAM_OOB, t, j). Each MDA variant reads one half of the pass,
+    so ``want_ensemble`` chooses it. Returns
 
-    - ``tree_increase`` (n_trees, p): e_tj - e_t, the mean over O_t of the loss of tree t on
-      the permuted rows minus on the original rows (Breiman-Cutler);
+    - ``tree_increase`` (n_trees, p) unless ``want_ensemble`` (then zeros): e_tj - e_t, the
+      mean over O_t of the loss of tree t on the permuted rows minus on the original rows
+      (Breiman-Cutler);
     - ``shift`` (p, n, n_values) if ``want_ensemble``: the sum over row i's OOB trees of the
       tree output on the permuted row minus on the original row (Ishwaran-Kogalur), else an
       empty array; feature-major, so that one (tree, feature) writes its rows in order;
@@ -134,20 +136,21 @@ def _oob_permutation_pass(left, right, feature, threshold, missing, value, offse
                 if leaf == leaves[a]:
                     continue
                 new, old = value[start + leaf], value[start + leaves[a]]
-                total += (loss_value(loss_code, targets[row], new)
-                          - loss_value(loss_code, targets[row], old))
                 if want_ensemble:
                     for c in range(n_values):
                         shift[j, row, c] += new[c] - old[c]
+                else:
+                    total += (loss_value(loss_code, targets[row], new)
+                              - loss_value(loss_code, targets[row], old))
             tree_increase[t, j] = total / m
     return tree_increase, shift, oob_total, n_oob
 
 
 class PermutationPass(NamedTuple):
-    """What :func:`oob_permutation_pass` returns; the last three are empty unless the
-    ensemble outputs were asked for."""
+    """What :func:`oob_permutation_pass` returns: the per-tree loss increases, or, when the
+    ensemble outputs were asked for, the last three (the other part is then zeros or empty)."""
 
-    #: (n_trees, p): per-tree loss increases (Breiman-Cutler)
+    #: (n_trees, p): per-tree loss increases (Breiman-Cutler); zeros with the ensemble outputs
     tree_increase: np.ndarray
     #: (p, n, n_values): per-row output shifts summed over the row's OOB trees, feature-major
     #: (``row_loss_increases(..., feature_major=True)`` reads it in place)
@@ -162,7 +165,7 @@ class PermutationPass(NamedTuple):
 def oob_permutation_pass(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
                          targets: np.ndarray, loss_code: int, seed: int,
                          want_ensemble: bool) -> PermutationPass:
-    """Per-tree loss increases and, if ``want_ensemble``, per-row output shifts and the OOB
+    """Per-tree loss increases or, if ``want_ensemble``, per-row output shifts and the OOB
     output under OOB permutations of ``forest`` (a forest view's ``packed`` field); see
     :func:`_oob_permutation_pass`."""
     tree_increase, shift, total, n_oob = _oob_permutation_pass(
