@@ -13,7 +13,7 @@ directory (issue 22, part 1):
     has compiled the kernels (:mod:`harness.run.first_import`);
 (c) the first ``harness.explain`` of each method in a fresh process with an EMPTY cache and
     ``HARNESS_COMPILE=lazy``: what a user who opts out of the compile at import waits;
-(d) once (``first_import=True``): the first ``import harness`` in a fresh process with an
+(d) once (``import_once=True``): the first ``import harness`` in a fresh process with an
     EMPTY cache, the default mode: the one wait of an environment, wall and CPU seconds
     (those of its compile workers included).
 
@@ -78,21 +78,30 @@ print(json.dumps([time.perf_counter() - wall,
 """
 
 
+def _python_json(code: str, argv: list[str], env: dict[str, str], timeout: float,
+                 size: int) -> tuple[list[float], str]:
+    """Run ``code`` in a fresh process; its last line of output is a JSON list of ``size``
+    numbers. Returns (those numbers, "") or (NaNs, the error: a timeout or stderr's last
+    line)."""
+    nan = [float("nan")] * size
+    try:
+        done = subprocess.run([sys.executable, "-c", code, *argv], env=env,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return nan, f"timeout after {timeout:.0f} s"
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
+        return nan, lines[-1]
+    return json.loads(done.stdout.strip().splitlines()[-1]), ""
+
+
 def first_import(cache_dir: str, timeout: float = 1200.0) -> tuple[float, float, str]:
     """(wall, CPU, error) seconds of ``import harness`` in a fresh process whose numba cache is
     ``cache_dir``, in the default ``HARNESS_COMPILE=import`` mode (CPU includes its compile
     workers')."""
     env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "HARNESS_COMPILE": "import"}
-    try:
-        done = subprocess.run([sys.executable, "-c", _FIRST_IMPORT], env=env,
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return float("nan"), float("nan"), f"timeout after {timeout:.0f} s"
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
-        return float("nan"), float("nan"), lines[-1]
-    wall, cpu = json.loads(done.stdout.strip().splitlines()[-1])
-    return wall, cpu, ""
+    (wall, cpu), error = _python_json(_FIRST_IMPORT, [], env, timeout, 2)
+    return wall, cpu, error
 
 
 def first_call(method: str, cache_dir: str, n_estimators: int = 50,
@@ -103,17 +112,9 @@ def first_call(method: str, cache_dir: str, n_estimators: int = 50,
     the kernels the cache lacks are the first call's to compile."""
     env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "NUMBA_NUM_THREADS": "1",
            "HARNESS_COMPILE": "lazy"}
-    nan = float("nan")
-    try:
-        done = subprocess.run([sys.executable, "-c", _FIRST_CALL, method, str(n_estimators)],
-                              env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return nan, nan, nan, f"timeout after {timeout:.0f} s"
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
-        return nan, nan, nan, lines[-1]
-    wall, cpu, warm = json.loads(done.stdout.strip().splitlines()[-1])
-    return wall, cpu, warm, ""
+    (wall, cpu, warm), error = _python_json(_FIRST_CALL, [method, str(n_estimators)], env,
+                                            timeout, 3)
+    return wall, cpu, warm, error
 
 
 def run_cold(methods: list[str] | None = None, processes: int | None = None,

@@ -19,7 +19,8 @@ Where the wait is not taken at import:
 - ``HARNESS_COMPILE=lazy``: each method's kernels are compiled at its own first call (in a
   worker process, :func:`harness.run.compile.prepare_from_cache`), for a user who wants one
   method on one core and would rather not wait for the others;
-- the command line (``python -m harness ...``): each command compiles what it needs itself,
+- the command line (``python -m harness ...``, and any ``python -m`` module whose package
+  imports ``harness`` while Python locates it): each command compiles what it needs itself,
   ``compare`` in parallel while it loads the data and fits the models;
 - the compile workers themselves (their environment says ``lazy``).
 

@@ -22,3 +22,18 @@ def test_bench_cold_prints_the_three_figures_per_method(capsys):
 def test_bench_cold_refuses_a_bad_process_count(capsys):
     assert main(["bench", "--cold", "--processes", "0", "--no-progress"]) == 2
     assert "--processes must be an int >= 1; got 0" in capsys.readouterr().err
+
+
+def test_first_import_times_a_fresh_process_and_reports_its_failure(tmp_path, monkeypatch):
+    """(d)'s plumbing, on a cache whose stamp already matches (so the import compiles nothing
+    and takes seconds): wall and CPU seconds, no error; a timeout is reported, not raised."""
+    from harness.bench.cold import first_import
+    from harness.run import first_import as step
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # the child's fingerprint input
+    (tmp_path / "harness-kernels-compiled.txt").write_text(step._fingerprint())
+    wall, cpu, error = first_import(str(tmp_path))
+    assert error == "" and wall > 0 and cpu > 0, (wall, cpu, error)
+    assert not list(tmp_path.rglob("*.nbi"))  # nothing compiled
+    wall, cpu, error = first_import(str(tmp_path), timeout=0.01)
+    assert error == "timeout after 0 s" and wall != wall
