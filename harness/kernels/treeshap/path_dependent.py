@@ -36,7 +36,11 @@ unpredictable branches (the walk does not depend on x); the lanes are the innerm
 every per-row buffer, so the arithmetic is vectorised across rows, and rows never mix. Loops
 over the lanes run to a length read from an array shape: with the compile-time constant
 LANES, LLVM unrolls them before its loop vectoriser sees them, and numba leaves the SLP
-vectoriser off, so they would stay scalar (measured 2x slower).
+vectoriser off, so they would stay scalar (measured 2x slower). The buffers themselves are
+allocated LANES wide in the function where the batch is inlined: a short last batch on
+buffers of its own width (separate buffers, reshaped flat ones, or a batch function) gave the
+same bits at 1.7x the time on Friedman #1 / RF 300, even with every batch full, for a
+reason not pinned down; so a short last batch fills its lanes by repeating its last row.
 Routing is the view's rule (:func:`harness.forest.packed.goes_left`): a coded row goes left
 when x_j <= threshold, or when x_j is NaN and the node sends missing values left (computed
 branch-free across the lanes).
