@@ -9,7 +9,7 @@ built-in method, the import compiles them with :func:`harness.run.compile.compil
 (one worker process per usable core, so all of them in about 25 s on 2 cores, 43 s of CPU),
 writing one progress line to stderr, and leaves a stamp of what it compiled (the sources'
 sizes and times, the numba and Python versions, the cache location: :func:`_fingerprint`).
-Every later import, in any process, compares that stamp in about 2 ms without loading numba,
+Every later import, in any process, compares that stamp in about 1 ms without loading numba,
 and every first call loads its kernels from the cache. A stamp that no longer matches (a
 source edited, numba upgraded) sends the import to numba's cache itself, which compiles only
 the methods whose kernels it lacks.
