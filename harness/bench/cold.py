@@ -40,6 +40,7 @@ import pandas as pd
 
 from harness.core import registry
 from harness.run.compile import compile_in_processes
+from harness.run.first_import import MODE_VARIABLE
 
 #: Target of issue 22: the first call of every method within 2 s from an empty cache; with
 #: the default compile at the first import, that call is (b).
@@ -99,7 +100,7 @@ def first_import(cache_dir: str, timeout: float = 1200.0) -> tuple[float, float,
     """(wall, CPU, error) seconds of ``import harness`` in a fresh process whose numba cache is
     ``cache_dir``, in the default ``HARNESS_COMPILE=import`` mode (CPU includes its compile
     workers')."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "HARNESS_COMPILE": "import"}
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, MODE_VARIABLE: "import"}
     (wall, cpu), error = _python_json(_FIRST_IMPORT, [], env, timeout, 2)
     return wall, cpu, error
 
@@ -111,7 +112,7 @@ def first_call(method: str, cache_dir: str, n_estimators: int = 50,
     call in that process. The process compiles nothing at import (``HARNESS_COMPILE=lazy``):
     the kernels the cache lacks are the first call's to compile."""
     env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "NUMBA_NUM_THREADS": "1",
-           "HARNESS_COMPILE": "lazy"}
+           MODE_VARIABLE: "lazy"}
     (wall, cpu, warm), error = _python_json(_FIRST_CALL, [method, str(n_estimators)], env,
                                             timeout, 3)
     return wall, cpu, warm, error

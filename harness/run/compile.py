@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from harness.core.cores import usable_cores
+from harness.run.first_import import MODE_VARIABLE
 
 #: Packages whose modules are searched for kernels (a plugin's own package is added).
 _FRAMEWORK = "harness"
@@ -204,7 +205,7 @@ def compile_in_processes(method_classes: Iterable[type], processes: int | None =
     total, done = len(classes), [0]
     # lazy: a worker's own ``import harness`` must not start a compile of its own
     worker_env = {**(os.environ if env is None else env), "NUMBA_NUM_THREADS": "1",
-                  "HARNESS_COMPILE": "lazy"}
+                  MODE_VARIABLE: "lazy"}
 
     def serve() -> None:
         worker = subprocess.Popen([sys.executable, "-m", "harness.run.compile"],

@@ -44,6 +44,9 @@ from typing import TextIO
 #: The environment variable that chooses when kernels are compiled, and its values.
 MODE_VARIABLE = "HARNESS_COMPILE"
 MODES = ("import", "lazy")
+#: The ``harness`` package's folder: its sources are kernel sources, its ``__pycache__``
+#: holds the stamp when ``NUMBA_CACHE_DIR`` is unset.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def compile_mode() -> str:
@@ -78,7 +81,7 @@ def _kernel_roots() -> list[str]:
     built-in methods' package (``harness.methods``, installed as ``methods``)."""
     import importlib.util
 
-    roots = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    roots = [_PACKAGE_DIR]
     spec = importlib.util.find_spec("harness.methods")
     roots += list(spec.submodule_search_locations or []) if spec is not None else []
     return roots
@@ -104,8 +107,7 @@ def _fingerprint() -> str:
 def _stamp_path() -> str:
     """Where a complete compile leaves the :func:`_fingerprint` it compiled:
     ``NUMBA_CACHE_DIR``, else the ``harness`` package's ``__pycache__``."""
-    folder = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__pycache__")
+    folder = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(_PACKAGE_DIR, "__pycache__")
     return os.path.join(folder, "harness-kernels-compiled.txt")
 
 
@@ -135,7 +137,7 @@ def _lock_path() -> str:
     """One lock file per numba cache location (``NUMBA_CACHE_DIR``, else the sources')."""
     import numba
 
-    where = numba.config.CACHE_DIR or os.path.dirname(os.path.dirname(__file__))
+    where = numba.config.CACHE_DIR or _PACKAGE_DIR
     digest = hashlib.sha256(f"{where}|{numba.__version__}".encode()).hexdigest()[:16]
     return os.path.join(tempfile.gettempdir(), f"harness-compile-{digest}.lock")
 
