@@ -40,15 +40,17 @@ def background_directions(left, feature, threshold, missing_left, offsets, Z32):
     columns = feature_columns(Z32, 0, n_background)
     n_words = (n_background + 63) // 64
     directions = np.zeros((offsets[-1], n_words), dtype=np.uint64)
+    shifts = np.arange(64).astype(np.uint64)  # (a table, not b - first: 1.5x faster)
     for node in range(offsets[-1]):
         if left[node] == -1:
             continue
-        j, cut, missing = feature[node], threshold[node], missing_left[node]
+        cut, missing = threshold[node], missing_left[node]
+        column = columns[feature[node]]
         for word in range(n_words):
             first = 64 * word
             bits = np.uint64(0)
-            for b in range(first, min(n_background, first + 64)):
-                bits |= left_bit(np.float64(columns[j, b]), cut, missing) << np.uint64(b - first)
+            for b in range(min(64, n_background - first)):
+                bits |= left_bit(np.float64(column[first + b]), cut, missing) << shifts[b]
             directions[node, word] = bits
     return directions
 
