@@ -26,6 +26,15 @@ of z. Tree SAGE uses the row's total drop ℓ(f_∅) − ℓ(f_all) and its firs
 every feature, so the slopes sum to that of Σ_j s_j = total drop on z, which is exactly 1 on
 the total drop and 0 elsewhere: the values then sum to the exact mean total drop over all
 rows (efficiency, now without sampling error).
+
+Position controls (``position_controls``): the rest of a score's variance comes mostly from
+where its feature falls in π (a feature entering early drops the loss by about its first-step
+drop, entering late by less). The permutation is drawn independently of the row, so any
+product g(π) h(x) has the exact mean E[g(π)] E[h(x)]: each feature's rank r_j (mean
+(p − 1)/2), [r_j = 0] d_j(x) (mean μ_j / p) and r_j d_j(x) (mean (p − 1) μ_j / 2), with d_j
+the first-step drop and μ_j its exact mean over the rows, join the row controls (4p + 1 in
+all). On Friedman #1 (RF 300, 8192 samples) they leave 0.162 of the largest score variance
+against 0.293 with the row controls alone: 1.8x fewer samples to the same threshold.
 """
 
 from __future__ import annotations
@@ -36,6 +45,9 @@ from dataclasses import dataclass
 import numpy as np
 
 CE_CLIP = 1e-12  # sage's CrossEntropyLoss clips probabilities to [eps, 1 - eps]
+#: A batch sized to reach the threshold aims this much past the predicted sample count: on
+#: Friedman #1 an exact aim fell a few samples short, and a quarter batch more followed.
+PREDICTION_MARGIN = 1.05
 
 
 def cross_entropy(curves: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -101,9 +113,12 @@ class RegressionMeans(Welford):
     (see the module docstring): scores and controls are merged into one running mean and
     co-moment matrix (Chan, Golub, LeVeque 1979), and the slopes are fitted when read."""
 
-    def __init__(self, p: int, control_means: np.ndarray) -> None:
+    def __init__(self, p: int, control_means: np.ndarray, leading: int | None = None) -> None:
+        """``leading``: a number of leading controls that the fit uses alone while the
+        samples are too few for all of them (default: all or none)."""
         self.p = p
         self.control_means = np.asarray(control_means, dtype=float)
+        self.leading = self.control_means.size if leading is None else leading
         self.n = 0
         size = p + self.control_means.size
         self.joint_mean = np.zeros(size)
@@ -130,18 +145,27 @@ class RegressionMeans(Welford):
         return self.joint_mean[:self.p]
 
     def _fit(self) -> tuple[np.ndarray, np.ndarray]:
-        """The adjusted values and their standard errors (plain means before the fit has
-        at least twice as many samples as controls); fitted once per update."""
+        """The adjusted values and their standard errors, fitted once per update on the
+        controls that the samples allow (:meth:`_usable`)."""
         if self._fitted is None:
             self._fitted = self._solve()
         return self._fitted
 
+    def _usable(self) -> int:
+        """How many controls the fit uses: all of them once the samples are more than twice
+        as many, else the ``leading`` ones on the same condition, else none (plain means)."""
+        for count in (self.control_means.size, self.leading):
+            if self.n > 2 * (count + 1):
+                return count
+        return 0
+
     def _solve(self) -> tuple[np.ndarray, np.ndarray]:
         p, n = self.p, self.n
         scores = self.comoment[:p, :p].diagonal()
-        if n <= 2 * (self.control_means.size + 1):
+        used = self._usable()
+        if used == 0:
             return self.mean.copy(), np.sqrt(scores) / max(n, 1)
-        zz, zs = self.comoment[p:, p:], self.comoment[p:, :p]
+        zz, zs = self.comoment[p:p + used, p:p + used], self.comoment[p:p + used, :p]
         scale = np.sqrt(zz.diagonal())  # solved on unit-variance controls, for conditioning
         scale[scale == 0] = 1.0
         # pseudo-inverse and rank from one eigendecomposition (collinear controls allowed)
@@ -150,7 +174,7 @@ class RegressionMeans(Welford):
         inverse = (vectors[:, kept] / eigenvalues[kept]) @ vectors[:, kept].T
         rank = int(kept.sum())
         slopes = inverse @ (zs / scale[:, None]) / scale[:, None]
-        gap = self.joint_mean[p:] - self.control_means
+        gap = self.joint_mean[p:p + used] - self.control_means[:used]
         values = self.mean - slopes.T @ gap
         residual = np.maximum(scores - np.sum(zs * slopes, axis=0), 0.0) / (n - rank - 1)
         leverage = 1.0 / n + (gap / scale) @ inverse @ (gap / scale)
@@ -169,7 +193,41 @@ class RegressionMeans(Welford):
         return float(std.max()) / max(float(values.max() - values.min()), 1e-12)
 
     def converged(self, thresh: float) -> bool:
-        return self.n > 2 * (self.control_means.size + 1) and self.ratio() < thresh
+        return self._usable() > 0 and self.ratio() < thresh
+
+
+def with_position_means(row_means: np.ndarray, n_features: int) -> np.ndarray:
+    """Exact means of :func:`with_positions` given the exact means of the row controls
+    (total drop, then the first-step drops of the ``n_features`` features)."""
+    first = np.asarray(row_means, dtype=float)[1:n_features + 1]
+    middle = (n_features - 1) / 2
+    return np.concatenate([row_means, np.full(n_features, middle), first / n_features,
+                           middle * first])
+
+
+def with_positions(row_controls: np.ndarray, perms: np.ndarray) -> np.ndarray:
+    """Row controls of each sample followed by its features' ranks r_j in its permutation,
+    [r_j = 0] d_j and r_j d_j, with d_j the first-step drops (columns 1..p of the row
+    controls), shape (m, 4p + 1): see the module docstring."""
+    m, p = perms.shape
+    ranks = np.empty((m, p))
+    np.put_along_axis(ranks, perms, np.broadcast_to(np.arange(p, dtype=float), (m, p)),
+                      axis=1)
+    first = row_controls[:, 1:p + 1]
+    return np.hstack([row_controls, ranks, (ranks == 0) * first, ranks * first])
+
+
+def next_batch_size(tracker: Welford, thresh: float, batch_size: int) -> int:
+    """Samples of the next batch: ``batch_size``, or fewer (at least a quarter of it) when
+    the convergence ratio, which falls as 1/√n, predicts the threshold sooner: n (ratio /
+    thresh)² samples in all, times PREDICTION_MARGIN. The rule is checked after every batch
+    either way; a batch sized to the prediction only spares the samples that a whole batch
+    would draw past it (half a batch on average)."""
+    ratio = tracker.ratio()
+    if not np.isfinite(ratio) or ratio <= 0:
+        return batch_size
+    remaining = tracker.n * (PREDICTION_MARGIN * (ratio / thresh) ** 2 - 1.0)
+    return int(min(batch_size, max(-(-batch_size // 4), np.ceil(remaining))))
 
 
 def estimate_sage(
@@ -185,6 +243,7 @@ def estimate_sage(
     antithetic: bool = True,
     row_weights: np.ndarray | None = None,
     controls: np.ndarray | None = None,
+    position_controls: bool = False,
     on_batch: Callable[[int, float], None] | None = None,
 ) -> SageEstimate:
     """Sample (row, permutation) pairs until convergence; see the module docstring.
@@ -202,6 +261,10 @@ def estimate_sage(
         Control variates of every row, column 0 the row's total drop ℓ(f_∅) − ℓ(f_all); their
         exact means are taken over the rows (weighted by ``row_weights``). ``mean_total_drop``
         is then the exact mean of column 0, which the values sum to.
+    position_controls : bool
+        With ``controls`` whose columns 1..p are the first-step drops ℓ(f_∅) − ℓ(f_{j}):
+        add each sample's feature ranks and their products with those drops (exact means
+        from the permutation's independence of the row; module docstring).
     on_batch : callable, optional
         Called after each batch with (samples so far, current convergence ratio).
     """
@@ -212,11 +275,15 @@ def estimate_sage(
     if controls is None:
         tracker = Welford(n_features)
     else:
-        tracker = RegressionMeans(n_features, np.average(controls, axis=0, weights=row_weights))
+        row_means = np.average(controls, axis=0, weights=row_weights)
+        # the row controls alone until the samples allow all the position controls too
+        tracker = RegressionMeans(n_features, with_position_means(row_means, n_features)
+                                  if position_controls else row_means, leading=row_means.size)
     drops: list[float] = []
     converged = False
+    size = batch_size
     while tracker.n < max_permutations:
-        size = min(batch_size, max_permutations - tracker.n)
+        size = min(size, max_permutations - tracker.n)
         rows = rng.choice(n, size=size, p=probabilities)
         perms = np.argsort(rng.random((size, n_features)), axis=1)
         if antithetic:
@@ -226,16 +293,23 @@ def estimate_sage(
         scores = np.empty((len(rows), n_features))
         np.put_along_axis(scores, perms, losses[:, :-1] - losses[:, 1:], axis=1)
         total = losses[:, 0] - losses[:, -1]
+        sample_controls = None
+        if controls is not None:
+            sample_controls = (with_positions(controls[rows], perms) if position_controls
+                               else controls[rows])
         if antithetic:
             scores = (scores[:size] + scores[size:]) / 2
             total = (total[:size] + total[size:]) / 2
-        tracker.update(scores, None if controls is None else controls[rows[:size]])
+            if sample_controls is not None:
+                sample_controls = (sample_controls[:size] + sample_controls[size:]) / 2
+        tracker.update(scores, sample_controls)
         drops.extend(total.tolist())
         if on_batch is not None:
             on_batch(tracker.n, tracker.ratio())
         if tracker.converged(thresh):
             converged = True
             break
+        size = next_batch_size(tracker, thresh, batch_size)
     mean_total_drop = float(np.mean(drops)) if controls is None else float(
         tracker.control_means[0])
     return SageEstimate(values=tracker.values.copy(), std=tracker.std, n_samples=tracker.n,
