@@ -48,6 +48,9 @@ CE_CLIP = 1e-12  # sage's CrossEntropyLoss clips probabilities to [eps, 1 - eps]
 #: A batch sized to reach the threshold aims this much past the predicted sample count: on
 #: Friedman #1 an exact aim fell a few samples short, and a quarter batch more followed.
 PREDICTION_MARGIN = 1.05
+#: Samples whose controls are built and merged at once: with 4p + 1 controls, a whole batch
+#: of them (and its centred copy) would be the estimator's largest arrays.
+UPDATE_ROWS = 64
 
 
 def cross_entropy(curves: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -129,14 +132,15 @@ class RegressionMeans(Welford):
         size = batch.shape[0]
         if size == 0:
             return
-        joint = np.hstack([batch, controls])
-        batch_mean = joint.mean(axis=0)
-        centred = joint - batch_mean
+        centred = np.hstack([batch, controls])
+        batch_mean = centred.mean(axis=0)
+        centred -= batch_mean
         delta = batch_mean - self.joint_mean
         total = self.n + size
         self.joint_mean = self.joint_mean + delta * (size / total)
-        self.comoment = (self.comoment + centred.T @ centred
-                         + np.outer(delta, delta) * (self.n * size / total))
+        # in place: one (p + q)^2 temporary at a time (4p + 1 controls make them large)
+        self.comoment += centred.T @ centred
+        self.comoment += np.outer(delta, delta * (self.n * size / total))
         self.n = total
         self._fitted = None
 
@@ -168,16 +172,22 @@ class RegressionMeans(Welford):
         zz, zs = self.comoment[p:p + used, p:p + used], self.comoment[p:p + used, :p]
         scale = np.sqrt(zz.diagonal())  # solved on unit-variance controls, for conditioning
         scale[scale == 0] = 1.0
-        # pseudo-inverse and rank from one eigendecomposition (collinear controls allowed)
-        eigenvalues, vectors = np.linalg.eigh(zz / np.outer(scale, scale))
+        # pseudo-inverse and rank from one eigendecomposition (collinear controls allowed),
+        # applied as V diag(1/λ) Vᵀ without forming it (one q x q array besides V)
+        unit = zz / scale[:, None]
+        unit /= scale
+        eigenvalues, vectors = np.linalg.eigh(unit)
+        del unit
         kept = eigenvalues > 1e-12 * max(float(np.abs(eigenvalues).max()), 1e-300)
-        inverse = (vectors[:, kept] / eigenvalues[kept]) @ vectors[:, kept].T
+        vectors, eigenvalues = vectors[:, kept], eigenvalues[kept]
         rank = int(kept.sum())
-        slopes = inverse @ (zs / scale[:, None]) / scale[:, None]
+        slopes = vectors @ ((vectors.T @ (zs / scale[:, None])) / eigenvalues[:, None])
+        slopes /= scale[:, None]
         gap = self.joint_mean[p:p + used] - self.control_means[:used]
         values = self.mean - slopes.T @ gap
         residual = np.maximum(scores - np.sum(zs * slopes, axis=0), 0.0) / (n - rank - 1)
-        leverage = 1.0 / n + (gap / scale) @ inverse @ (gap / scale)
+        projected = vectors.T @ (gap / scale)
+        leverage = 1.0 / n + float(np.sum(projected**2 / eigenvalues))
         return values, np.sqrt(residual * leverage)
 
     @property
@@ -228,6 +238,20 @@ def next_batch_size(tracker: Welford, thresh: float, batch_size: int) -> int:
         return batch_size
     remaining = tracker.n * (PREDICTION_MARGIN * (ratio / thresh) ** 2 - 1.0)
     return int(min(batch_size, max(-(-batch_size // 4), np.ceil(remaining))))
+
+
+def _sample_controls(controls: np.ndarray, rows: np.ndarray, perms: np.ndarray, part: slice,
+                     mirror: int, positions: bool) -> np.ndarray:
+    """The controls of samples ``part`` of a batch, each averaged with its antithetic twin
+    ``mirror`` samples further when ``mirror`` is not 0 (as the scores are)."""
+    def of(index: slice) -> np.ndarray:
+        row_controls = controls[rows[index]]
+        return with_positions(row_controls, perms[index]) if positions else row_controls
+
+    sample = of(part)
+    if mirror:
+        sample = (sample + of(slice(part.start + mirror, part.stop + mirror))) / 2
+    return sample
 
 
 def estimate_sage(
@@ -293,16 +317,13 @@ def estimate_sage(
         scores = np.empty((len(rows), n_features))
         np.put_along_axis(scores, perms, losses[:, :-1] - losses[:, 1:], axis=1)
         total = losses[:, 0] - losses[:, -1]
-        sample_controls = None
-        if controls is not None:
-            sample_controls = (with_positions(controls[rows], perms) if position_controls
-                               else controls[rows])
         if antithetic:
             scores = (scores[:size] + scores[size:]) / 2
             total = (total[:size] + total[size:]) / 2
-            if sample_controls is not None:
-                sample_controls = (sample_controls[:size] + sample_controls[size:]) / 2
-        tracker.update(scores, sample_controls)
+        for first in range(0, size, UPDATE_ROWS):  # the controls of a few samples at a time
+            part = slice(first, min(size, first + UPDATE_ROWS))
+            tracker.update(scores[part], None if controls is None else _sample_controls(
+                controls, rows, perms, part, size if antithetic else 0, position_controls))
         drops.extend(total.tolist())
         if on_batch is not None:
             on_batch(tracker.n, tracker.ratio())
