@@ -35,6 +35,14 @@ product g(π) h(x) has the exact mean E[g(π)] E[h(x)]: each feature's rank r_j 
 the first-step drop and μ_j its exact mean over the rows, join the row controls (4p + 1 in
 all). On Friedman #1 (RF 300, 8192 samples) they leave 0.162 of the largest score variance
 against 0.293 with the row controls alone: 1.8x fewer samples to the same threshold.
+
+Surrogate controls (``surrogate``): the drops of the same sample in an additive game whose
+scores are closed-form, f̃_S(x) = f_∅(x) + Σ_{j∈S} a_j(x) under the squared loss
+(:class:`AdditiveSurrogate`; a from a local additive explanation), follow the position and the
+row together; their mean over π is exact for every row. With the forest's Saabas
+contributions as a, on Friedman #1 the row and surrogate controls leave 0.047 of the plain
+means' largest score variance (0.044 with the position controls too) against 0.293 with the
+row controls alone: 6x fewer samples to the same threshold.
 """
 
 from __future__ import annotations
@@ -206,25 +214,62 @@ class RegressionMeans(Welford):
         return self._usable() > 0 and self.ratio() < thresh
 
 
-def with_position_means(row_means: np.ndarray, n_features: int) -> np.ndarray:
-    """Exact means of :func:`with_positions` given the exact means of the row controls
+def position_means(row_means: np.ndarray, n_features: int) -> np.ndarray:
+    """Exact means of :func:`position_terms` given the exact means of the row controls
     (total drop, then the first-step drops of the ``n_features`` features)."""
     first = np.asarray(row_means, dtype=float)[1:n_features + 1]
     middle = (n_features - 1) / 2
-    return np.concatenate([row_means, np.full(n_features, middle), first / n_features,
-                           middle * first])
+    return np.concatenate([np.full(n_features, middle), first / n_features, middle * first])
 
 
-def with_positions(row_controls: np.ndarray, perms: np.ndarray) -> np.ndarray:
-    """Row controls of each sample followed by its features' ranks r_j in its permutation,
-    [r_j = 0] d_j and r_j d_j, with d_j the first-step drops (columns 1..p of the row
-    controls), shape (m, 4p + 1): see the module docstring."""
+def position_terms(row_controls: np.ndarray, perms: np.ndarray) -> np.ndarray:
+    """Each sample's feature ranks r_j in its permutation, [r_j = 0] d_j and r_j d_j, with
+    d_j the first-step drops (columns 1..p of the row controls), shape (m, 3p): see the
+    module docstring."""
     m, p = perms.shape
     ranks = np.empty((m, p))
     np.put_along_axis(ranks, perms, np.broadcast_to(np.arange(p, dtype=float), (m, p)),
                       axis=1)
     first = row_controls[:, 1:p + 1]
-    return np.hstack([row_controls, ranks, (ranks == 0) * first, ranks * first])
+    return np.hstack([ranks, (ranks == 0) * first, ranks * first])
+
+
+@dataclass(frozen=True)
+class AdditiveSurrogate:
+    """An additive stand-in for the coalition values, f̃_S(x) = f_∅(x) + Σ_{j∈S} a_j(x),
+    under the squared loss against a target t(x), whose SAGE game has closed-form scores.
+
+    With b = f_∅(x) − t(x) and A_π(j) the sum of a over the features before j in π, feature
+    j's loss drop is (b + A_π(j))² − (b + A_π(j) + a_j)² = −a_j² − 2 a_j (b + A_π(j)); a
+    feature k ≠ j precedes j in half the permutations, so its mean over π is
+    −a_j (2b + Σ_k a_k), exactly. These drops track the true ones closely when a is a local
+    additive explanation (Saabas: the forest's own path contributions), and their exact means
+    make them control variates (module docstring).
+
+    Attributes
+    ----------
+    contributions : ndarray of shape (n, p)
+        a_j(x) of every row.
+    offset : ndarray of shape (n,)
+        b(x) = f_∅(x) − t(x).
+    """
+
+    contributions: np.ndarray
+    offset: np.ndarray
+
+    def drops(self, rows: np.ndarray, perms: np.ndarray) -> np.ndarray:
+        """The surrogate's loss drops of each sample's features, shape (m, p)."""
+        a = self.contributions[rows]
+        ordered = np.take_along_axis(a, perms, axis=1)
+        before = np.empty_like(a)
+        np.put_along_axis(before, perms, np.cumsum(ordered, axis=1) - ordered, axis=1)
+        return -a * (a + 2.0 * (self.offset[rows, None] + before))
+
+    def mean_drops(self, row_weights: np.ndarray | None = None) -> np.ndarray:
+        """The exact mean of :meth:`drops` over the rows (weighted) and permutations, (p,)."""
+        a = self.contributions
+        per_row = -a * (2.0 * self.offset[:, None] + a.sum(axis=1, keepdims=True))
+        return np.average(per_row, axis=0, weights=row_weights)
 
 
 def next_batch_size(tracker: Welford, thresh: float, batch_size: int) -> int:
@@ -240,13 +285,20 @@ def next_batch_size(tracker: Welford, thresh: float, batch_size: int) -> int:
     return int(min(batch_size, max(-(-batch_size // 4), np.ceil(remaining))))
 
 
-def _sample_controls(controls: np.ndarray, rows: np.ndarray, perms: np.ndarray, part: slice,
-                     mirror: int, positions: bool) -> np.ndarray:
-    """The controls of samples ``part`` of a batch, each averaged with its antithetic twin
-    ``mirror`` samples further when ``mirror`` is not 0 (as the scores are)."""
+def _sample_controls(controls: np.ndarray, surrogate: AdditiveSurrogate | None,
+                     positions: bool, rows: np.ndarray, perms: np.ndarray, part: slice,
+                     mirror: int) -> np.ndarray:
+    """The controls of samples ``part`` of a batch (the rows', the surrogate's drops, the
+    position terms), each averaged with its antithetic twin ``mirror`` samples further when
+    ``mirror`` is not 0 (as the scores are)."""
     def of(index: slice) -> np.ndarray:
         row_controls = controls[rows[index]]
-        return with_positions(row_controls, perms[index]) if positions else row_controls
+        pieces = [row_controls]
+        if surrogate is not None:
+            pieces.append(surrogate.drops(rows[index], perms[index]))
+        if positions:
+            pieces.append(position_terms(row_controls, perms[index]))
+        return np.hstack(pieces) if len(pieces) > 1 else row_controls
 
     sample = of(part)
     if mirror:
@@ -268,6 +320,7 @@ def estimate_sage(
     row_weights: np.ndarray | None = None,
     controls: np.ndarray | None = None,
     position_controls: bool = False,
+    surrogate: AdditiveSurrogate | None = None,
     on_batch: Callable[[int, float], None] | None = None,
 ) -> SageEstimate:
     """Sample (row, permutation) pairs until convergence; see the module docstring.
@@ -289,6 +342,9 @@ def estimate_sage(
         With ``controls`` whose columns 1..p are the first-step drops ℓ(f_∅) − ℓ(f_{j}):
         add each sample's feature ranks and their products with those drops (exact means
         from the permutation's independence of the row; module docstring).
+    surrogate : AdditiveSurrogate, optional
+        With ``controls``: add each sample's loss drops in this additive game, whose exact
+        means are known (:class:`AdditiveSurrogate`).
     on_batch : callable, optional
         Called after each batch with (samples so far, current convergence ratio).
     """
@@ -300,9 +356,14 @@ def estimate_sage(
         tracker = Welford(n_features)
     else:
         row_means = np.average(controls, axis=0, weights=row_weights)
-        # the row controls alone until the samples allow all the position controls too
-        tracker = RegressionMeans(n_features, with_position_means(row_means, n_features)
-                                  if position_controls else row_means, leading=row_means.size)
+        means = [row_means]
+        if surrogate is not None:
+            means.append(surrogate.mean_drops(row_weights))
+        leading = sum(len(part) for part in means)
+        if position_controls:
+            means.append(position_means(row_means, n_features))
+        # the row and surrogate controls alone until the samples allow the position terms
+        tracker = RegressionMeans(n_features, np.concatenate(means), leading=leading)
     drops: list[float] = []
     converged = False
     size = batch_size
@@ -323,7 +384,8 @@ def estimate_sage(
         for first in range(0, size, UPDATE_ROWS):  # the controls of a few samples at a time
             part = slice(first, min(size, first + UPDATE_ROWS))
             tracker.update(scores[part], None if controls is None else _sample_controls(
-                controls, rows, perms, part, size if antithetic else 0, position_controls))
+                controls, surrogate, position_controls, rows, perms, part,
+                size if antithetic else 0))
         drops.extend(total.tolist())
         if on_batch is not None:
             on_batch(tracker.n, tracker.ratio())

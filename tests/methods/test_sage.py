@@ -11,7 +11,12 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import harness
 from harness.core.errors import MethodSkipped
-from harness.estimators.sage import PREDICTION_MARGIN, estimate_sage, next_batch_size
+from harness.estimators.sage import (
+    PREDICTION_MARGIN,
+    AdditiveSurrogate,
+    estimate_sage,
+    next_batch_size,
+)
 from harness.forest.packed import as_float32_rows
 from harness.forest.view import forest_view
 from harness.kernels.sage.marginal import marginal_curves, marginal_setup
@@ -306,6 +311,73 @@ def test_position_controls_keep_the_estimator_unbiased_and_cut_its_std():
     assert np.median(ratios) > 2.0
 
 
+def _squared_loss_game(n_rows: int, seed: int, p: int = 4):
+    """The saturating game of ``_saturating_game`` (scales in [0.5, 1.5]) under the squared
+    loss against targets t: exact SAGE values by enumerating the 4! permutations, the row
+    controls, and an additive surrogate whose contributions (the first-order gains, rescaled
+    to sum to f(x)) only approximate the game."""
+    import itertools
+
+    rng = np.random.default_rng(seed)
+    u = rng.uniform(0.05, 0.95, (n_rows, p)) ** rng.uniform(0.5, 2.0, p)
+    scale = rng.uniform(0.5, 1.5, n_rows)
+    targets = scale * rng.uniform(0.3, 1.2, n_rows)
+
+    def curves(rows, perms):
+        kept = np.cumprod(1.0 - u[rows][np.arange(len(rows))[:, None], perms], axis=1)
+        return scale[rows, None] * np.concatenate([np.zeros((len(rows), 1)), 1.0 - kept], axis=1)
+
+    def loss(curves, targets):
+        return (curves - targets[:, None]) ** 2
+
+    everyone = np.arange(n_rows)
+    exact = np.zeros(p)
+    orders = list(itertools.permutations(range(p)))
+    for order in orders:
+        perm = np.array(order)
+        losses = loss(curves(everyone, np.tile(perm, (n_rows, 1))), targets)
+        exact[perm] += (losses[:, :-1] - losses[:, 1:]).mean(axis=0) / len(orders)
+    full = scale * (1.0 - np.prod(1.0 - u, axis=1))
+    first = targets[:, None] ** 2 - (scale[:, None] * u - targets[:, None]) ** 2
+    controls = np.column_stack([targets**2 - (full - targets) ** 2, first])
+    gains = scale[:, None] * u
+    surrogate = AdditiveSurrogate(gains * (full / gains.sum(axis=1))[:, None], -targets)
+    return curves, loss, targets, exact, controls, surrogate, orders
+
+
+def test_the_additive_surrogates_mean_drops_are_its_drops_over_every_permutation():
+    _, _, _, _, _, surrogate, orders = _squared_loss_game(50, 1)
+    rows = np.arange(50)
+    mean = sum(surrogate.drops(rows, np.tile(np.array(order), (50, 1))).mean(axis=0)
+               for order in orders) / len(orders)
+    np.testing.assert_allclose(surrogate.mean_drops(), mean, rtol=0, atol=1e-14)
+    weights = np.linspace(0.5, 2.0, 50)
+    weighted = sum(np.average(surrogate.drops(rows, np.tile(np.array(order), (50, 1))),
+                              axis=0, weights=weights) for order in orders) / len(orders)
+    np.testing.assert_allclose(surrogate.mean_drops(weights), weighted, rtol=0, atol=1e-14)
+
+
+def test_an_additive_surrogate_keeps_the_estimator_unbiased_and_cuts_its_std():
+    """The surrogate's drops as p more controls, on a game they only approximate: 60 runs of
+    400 samples give z-scores of mean ~0 and mean square ~1 (measured -0.02 and 0.95 over
+    150 runs; the row controls alone 1.07), values summing to the exact mean total drop, and
+    a largest std 1.3x smaller than with the row controls alone (measured: median 1.50,
+    10 % quantile 1.45)."""
+    curves, loss, targets, exact, controls, surrogate, _ = _squared_loss_game(300, 0)
+    z, ratios = [], []
+    for seed in range(60):
+        runs = [estimate_sage(curves, loss, targets, 4, np.random.default_rng(seed),
+                              thresh=1e-9, batch_size=100, max_permutations=400,
+                              antithetic=False, controls=controls, surrogate=with_surrogate)
+                for with_surrogate in (surrogate, None)]
+        z.append((runs[0].values - exact) / runs[0].std)
+        ratios.append(runs[1].std.max() / runs[0].std.max())
+        assert abs(runs[0].values.sum() - controls[:, 0].mean()) <= 1e-12
+    z = np.array(z)
+    assert abs(z.mean()) < 0.2 and 0.75 < np.mean(z**2) < 1.3, (z.mean(), np.mean(z**2))
+    assert np.median(ratios) > 1.3
+
+
 class _FallingRatio:
     """A tracker whose convergence ratio falls exactly as c / √n."""
 
@@ -435,7 +507,9 @@ def test_progress_reaches_one_when_sampling_stops(forests):
     method = harness.core.registry.make_method("tree_sage", batch_size=64, max_permutations=640)
     imp = method.explain(model, data, np.random.default_rng(0))
     assert seen and all(0 <= value <= 1 for value in seen) and seen[-1] == 1.0
-    assert len(seen) == -(-imp.extra["n_samples"] // 64)
+    # one report per batch: of 64 samples, or of 16 to 64 once sized to the threshold
+    n_samples = imp.extra["n_samples"]
+    assert -(-n_samples // 64) <= len(seen) <= -(-n_samples // 16)
 
 
 def test_the_sage_method_draws_no_bar_of_its_own(capfd):
