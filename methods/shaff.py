@@ -8,7 +8,7 @@ from harness.core.method import ExplainData
 from harness.core.params import Interval, NoneValue, Options, Param
 from harness.core.types import Importances
 from harness.estimators.oob import OOBMethod
-from harness.estimators.shaff import default_n_subsets, design, streamed_shapley
+from harness.estimators.shaff import default_n_subsets, design, row_std, streamed_shapley
 from harness.forest.inbag import target_matrix
 
 
@@ -101,12 +101,15 @@ class SHAFF(OOBMethod):
                                  inputs.inbag.n_oob_trees, target_matrix(inputs.view, data.y),
                                  subsets)
         # null players (never split on) get exactly 0; the others share v̂(all)
-        per_row = np.zeros((p, len(terms.explained)))
-        per_row[players] = terms.effects
-        n_rows = per_row.shape[1]
-        std = per_row.std(axis=1, ddof=1) / np.sqrt(n_rows) if n_rows > 1 else None
+        n_rows = len(terms.explained)
+        values = np.zeros(p)
+        values[players] = terms.effects.mean(axis=1)
+        std = None
+        if n_rows > 1:
+            std = np.zeros(p)
+            std[players] = row_std(terms.effects) / np.sqrt(n_rows)
         return Importances(
-            values=per_row.mean(axis=1), scope="global", feature_names=data.feature_names,
+            values=values, scope="global", feature_names=data.feature_names,
             unit="fraction of Var(Y)", explains="Shapley effect of the regression function"
             if not forest.classifier else "Shapley effect of the class-probability vector",
             std=std,

@@ -292,6 +292,9 @@ def design(forest: PackedForest, n_subsets: int, path_depth: int,
 #: of sets, so SHAFF's memory does not grow with the number of sets (at p = 200, 4 401 sets
 #: × 1 000 rows took 35 MB per copy; a chunk of 64 sets takes 0.5 MB).
 GAME_CHUNK_BYTES = 1 << 18
+#: Rows per product of a chunk's design with its game terms: the (n_players, n) product
+#: is added a block of rows at a time, never held whole beside the running sum.
+PRODUCT_COLUMNS = 256
 
 
 def _chunks(n_rows: int, size: int) -> list[slice]:
@@ -391,10 +394,14 @@ def explained_shares(projector: SubsetProjector, n_oob: np.ndarray,
     targets = projector.targets
     total, n_walked_up = projector.predictions(keep)
     scored = n_oob > 0
-    projected = total[:, scored] / n_oob[scored, None]
-    errors = ((targets[scored][None] - projected) ** 2).sum(axis=2)
-    variance = float(targets.var(axis=0, ddof=1).sum())
-    return 1.0 - errors / variance, n_walked_up
+    projected = total[:, scored] if not scored.all() else total
+    projected /= n_oob[scored, None]
+    projected -= targets[scored][None]
+    projected **= 2
+    errors = projected.sum(axis=2)
+    errors /= -float(targets.var(axis=0, ddof=1).sum())
+    errors += 1.0
+    return errors, n_walked_up
 
 
 @dataclass(frozen=True)
@@ -457,6 +464,15 @@ class ShapleyTerms:
     walked_up: int
 
 
+def row_std(values: np.ndarray, block: int = 16) -> np.ndarray:
+    """Sample standard deviation (ddof 1) of each row of ``values``, ``block`` rows at a
+    time: temporaries of ``block`` rows, not of the whole (n_players, n) array."""
+    std = np.empty(values.shape[0])
+    for first in range(0, values.shape[0], block):
+        std[first:first + block] = values[first:first + block].std(axis=1, ddof=1)
+    return std
+
+
 def streamed_shapley(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
                      n_oob: np.ndarray, targets: np.ndarray,
                      subsets: SubsetDesign) -> ShapleyTerms:
@@ -475,19 +491,27 @@ def streamed_shapley(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
     projector = SubsetProjector.build(forest, X32, counts, targets)  # once for every chunk
     (empty, full), walked_ends = explained_shares(projector, n_oob, ends)
     players = subsets.players
-    keep = subsets.keep[:, players]
-    effects = np.zeros((keep.shape[1], len(empty)))
+    keep = subsets.keep if players.all() else subsets.keep[:, players]
     walked_up = int(walked_ends.sum())
-    if players.any():
+    if not players.any():
+        effects = np.zeros((0, len(empty)))
+    else:
         regression = shapley_regression(keep, subsets.weight)
         # at least SUBSET_GROUPS sets, so that every chunk has a task per core (a fixed
         # number, never the number of threads: the chunks fix the order of the sums)
         chunk = max(SUBSET_GROUPS, GAME_CHUNK_BYTES // (X32.shape[0] * targets.shape[1] * 8))
-        weighted_sum = np.zeros_like(effects)  # Σ_U 2 w(U) z̃_U (v̂(U) − v̂(∅)), by row
+        # Σ_U 2 w(U) z̃_U (v̂(U) − v̂(∅)), by row
+        weighted_sum = np.zeros((keep.shape[1], len(empty)))
         for rows in _chunks(len(keep), chunk):
             explained, walked = explained_shares(projector, n_oob, subsets.keep[rows])
-            weighted_sum += regression.weighted_centred(keep, rows).T @ (explained - empty)
+            explained -= empty
+            centred = regression.weighted_centred(keep, rows).T
+            for block in _chunks(explained.shape[1], PRODUCT_COLUMNS):  # small temporaries
+                weighted_sum[:, block] += centred @ explained[:, block]
             walked_up += int(walked.sum())
-        effects = regression.inverse @ weighted_sum + (full - empty) / keep.shape[1]
+        del projector  # from here, (n_players, n) arrays only: at most two at once
+        effects = regression.inverse @ weighted_sum
+        del weighted_sum
+        effects += (full - empty) / keep.shape[1]
     return ShapleyTerms(effects=effects, explained=full - empty, v_empty=float(empty.mean()),
                         walked_up=walked_up)
