@@ -58,11 +58,16 @@ class TreeSAGE(SageMethod):
     per pair and tree (all p + 1 coalitions of a pair come from one pass carrying p lanes;
     :mod:`harness.kernels.sage.path_dependent`), plus, with ``control_variates``, O(n T D + n p)
     for every row's first-step drops (:func:`harness.kernels.sage.tables.singleton_sums`)
-    and O(T L (D + p)) tables per forest. With M fixed, the rows' part dominates from a few
-    thousand rows on; M follows the convergence rule unless ``thresh`` is never reached.
+    and Saabas contributions (:func:`harness.kernels.paths.saabas_paths`), O(M q²) for the
+    regression on q = 2p + 1 or 4p + 1 controls, and O(T L (D + p)) tables per forest.
+    With M fixed, the rows' part dominates from a few thousand rows on; M follows the
+    convergence rule unless ``thresh`` is never reached.
     """
 
     name = "tree_sage"
+    # 2: surrogate (squared loss) or position (cross-entropy) control variates and a last
+    #    batch sized to the threshold: other samples, so other estimates, of the same values
+    version = 2
     summary = "SAGE with tree-native coalition models (path-dependent or marginal)"
     complexity = {"n": 1, "p": 1, "trees": 1, "depth": None}
     parameters = {
@@ -70,9 +75,11 @@ class TreeSAGE(SageMethod):
                             "how features outside S are removed"),
         **SAGE_PARAMETERS,
         "control_variates": Param(True, (Boolean(),),
-                                  "adjust by each row's total and first-step loss drops and "
-                                  "by the features' ranks in the permutation, whose exact "
-                                  "means are known (regression estimator)"),
+                                  "adjust by each row's total and first-step loss drops, and "
+                                  "by each sample's drops in the additive game of the "
+                                  "forest's Saabas contributions (squared loss) or its "
+                                  "features' ranks (cross-entropy), whose exact means are "
+                                  "known (regression estimator)"),
         "antithetic": Param(False, (Boolean(),),
                             "pair each permutation with its reverse (measured on diabetes and "
                             "Friedman #1: no lower variance per forest pass, so off)"),
