@@ -234,27 +234,39 @@ def _interaction_game(n_rows: int, seed: int):
     return curves, exact, controls
 
 
+def _negative(curves, targets):  # loss drop = curve increase
+    return -curves
+
+
+def _runs_with_and_without(curves, loss, targets, exact, controls, with_options,
+                           without_options, n_runs: int = 60):
+    """``n_runs`` pairs of estimates (400 samples, batches of 100) with ``with_options`` and
+    with ``without_options``: the z-scores of the first against the exact values, each
+    pair's std of the second over that of the first (elementwise, and of their largest
+    entries), and a check that the
+    first's values sum to the exact mean total drop (column 0 of ``controls``), to the
+    rounding of its mean."""
+    z, ratios = [], []
+    for seed in range(n_runs):
+        runs = [estimate_sage(curves, loss, targets, 4, np.random.default_rng(seed),
+                              thresh=1e-9, batch_size=100, max_permutations=400,
+                              antithetic=False, **options)
+                for options in (with_options, without_options)]
+        z.append((runs[0].values - exact) / runs[0].std)
+        ratios.append((runs[1].std / runs[0].std, runs[1].std.max() / runs[0].std.max()))
+        assert abs(runs[0].values.sum() - controls[:, 0].mean()) <= 1e-12
+        assert runs[0].mean_total_drop == pytest.approx(controls[:, 0].mean(), rel=1e-15,
+                                                        abs=1e-15)
+    return np.array(z), [each for each, _ in ratios], np.array([most for _, most in ratios])
+
+
 def test_control_variates_keep_the_estimator_unbiased_and_its_std_honest():
     """60 runs of 400 samples on a game with exact values: z-scores of mean ~0 and mean
     square ~1 (400 z's: standard errors 0.05 and 0.07), a smaller std than plain means, and
     values that sum to the exact mean total drop over all rows."""
     curves, exact, controls = _interaction_game(300, 0)
-
-    def drop(curves, targets):  # loss drop = curve increase
-        return -curves
-
-    targets = np.zeros(len(controls))
-    z, ratios = [], []
-    for seed in range(60):
-        runs = [estimate_sage(curves, drop, targets, 4, np.random.default_rng(seed),
-                              thresh=1e-9, batch_size=100, max_permutations=400,
-                              antithetic=False, controls=with_controls)
-                for with_controls in (controls, None)]
-        z.append((runs[0].values - exact) / runs[0].std)
-        ratios.append(runs[1].std / runs[0].std)
-        assert abs(runs[0].values.sum() - controls[:, 0].mean()) <= 1e-12
-        assert runs[0].mean_total_drop == pytest.approx(controls[:, 0].mean(), abs=1e-15)
-    z = np.array(z)
+    z, ratios, _ = _runs_with_and_without(curves, _negative, np.zeros(len(controls)), exact,
+                                          controls, {"controls": controls}, {})
     assert abs(z.mean()) < 0.2 and 0.75 < np.mean(z**2) < 1.3, (z.mean(), np.mean(z**2))
     assert np.median(ratios) > 1.15  # measured 1.23: 1.5x fewer samples for the same std
 
@@ -292,23 +304,11 @@ def test_position_controls_keep_the_estimator_unbiased_and_cut_its_std():
     1.14), values that still sum to the exact mean total drop, and a largest std 2.5x
     smaller than with the row controls alone (measured: median 2.76, 10 % quantile 2.54)."""
     curves, exact, controls = _saturating_game(300, 0)
-
-    def drop(curves, targets):  # loss drop = curve increase
-        return -curves
-
-    targets = np.zeros(len(controls))
-    z, ratios = [], []
-    for seed in range(60):
-        runs = [estimate_sage(curves, drop, targets, 4, np.random.default_rng(seed),
-                              thresh=1e-9, batch_size=100, max_permutations=400,
-                              antithetic=False, controls=controls, position_controls=positions)
-                for positions in (True, False)]
-        z.append((runs[0].values - exact) / runs[0].std)
-        ratios.append(runs[1].std.max() / runs[0].std.max())
-        assert abs(runs[0].values.sum() - controls[:, 0].mean()) <= 1e-12
-    z = np.array(z)
+    z, _, largest = _runs_with_and_without(
+        curves, _negative, np.zeros(len(controls)), exact, controls,
+        {"controls": controls, "position_controls": True}, {"controls": controls})
     assert abs(z.mean()) < 0.2 and 0.75 < np.mean(z**2) < 1.3, (z.mean(), np.mean(z**2))
-    assert np.median(ratios) > 2.0
+    assert np.median(largest) > 2.0
 
 
 def _squared_loss_game(n_rows: int, seed: int, p: int = 4):
@@ -364,18 +364,11 @@ def test_an_additive_surrogate_keeps_the_estimator_unbiased_and_cuts_its_std():
     a largest std 1.3x smaller than with the row controls alone (measured: median 1.50,
     10 % quantile 1.45)."""
     curves, loss, targets, exact, controls, surrogate, _ = _squared_loss_game(300, 0)
-    z, ratios = [], []
-    for seed in range(60):
-        runs = [estimate_sage(curves, loss, targets, 4, np.random.default_rng(seed),
-                              thresh=1e-9, batch_size=100, max_permutations=400,
-                              antithetic=False, controls=controls, surrogate=with_surrogate)
-                for with_surrogate in (surrogate, None)]
-        z.append((runs[0].values - exact) / runs[0].std)
-        ratios.append(runs[1].std.max() / runs[0].std.max())
-        assert abs(runs[0].values.sum() - controls[:, 0].mean()) <= 1e-12
-    z = np.array(z)
+    z, _, largest = _runs_with_and_without(
+        curves, loss, targets, exact, controls,
+        {"controls": controls, "surrogate": surrogate}, {"controls": controls})
     assert abs(z.mean()) < 0.2 and 0.75 < np.mean(z**2) < 1.3, (z.mean(), np.mean(z**2))
-    assert np.median(ratios) > 1.3
+    assert np.median(largest) > 1.3
 
 
 class _FallingRatio:
