@@ -16,6 +16,7 @@ from harness.estimators.sage import (
 from harness.estimators.sage_method import SAGE_PARAMETERS, SAGE_UNITS, SageMethod
 from harness.estimators.warm_up import warm_up
 from harness.forest.view import forest_view
+from harness.kernels.paths import compile_kernels as compile_path_kernels
 from harness.kernels.paths import saabas_paths
 from harness.kernels.sage.marginal import marginal_curves, marginal_setup
 from harness.kernels.sage.path_dependent import path_dependent_curves
@@ -95,6 +96,9 @@ class TreeSAGE(SageMethod):
     def prepare(cls) -> None:
         super().prepare()
         warm_up(cls)
+        # every walk of the Saabas module it imports (the surrogate uses one), so that the
+        # cache check of a fresh process, which looks at the whole module, finds them all
+        compile_path_kernels()
 
     def skip(self, model, data: ExplainData) -> str | None:
         reason = super().skip(model, data)
