@@ -172,34 +172,38 @@ def tree_cuts(left, feature, threshold, offsets, n_features):
 
 def singleton_tables(forest: PackedForest, fraction: np.ndarray) -> tuple:
     """E[f_t(X) | x_j] of every tree t and feature j as step functions of x_j, path-dependent
-    (see :func:`_singleton_tables`); ``fraction`` is :func:`cover_fractions` of ``forest``."""
-    return _singleton_tables(forest.left, forest.right, forest.feature, forest.threshold,
-                             forest.missing_left, forest.value, fraction, forest.offsets,
-                             forest.n_features)
+    (see :func:`_singleton_tables_tasks`); ``fraction`` is :func:`cover_fractions` of
+    ``forest``. One task per tree (:func:`harness.core.tasks.run_tasks`): a tree writes only
+    its own rows of the table, so the bits do not depend on the number of threads."""
+    cuts, cut_start, step_start = tree_cuts(forest.left, forest.feature, forest.threshold,
+                                            forest.offsets, forest.n_features)
+    steps = np.zeros((step_start[-1], forest.value.shape[1]))
+    run_tasks(_singleton_tables_tasks, forest.n_trees, forest.left, forest.right,
+              forest.feature, forest.threshold, forest.missing_left, forest.value, fraction,
+              forest.offsets, forest.n_features, cuts, cut_start, step_start, steps)
+    return cuts, cut_start, steps, step_start
 
 
-@njit(cache=True)
-def _singleton_tables(left, right, feature, threshold, missing_left, value, fraction, offsets,
-                      n_features):
-    """E[f_t(X) | x_j] of every tree t and feature j as a step function of x_j (path-dependent).
+@njit(cache=True, nogil=True)
+def _singleton_tables_tasks(left, right, feature, threshold, missing_left, value, fraction,
+                            offsets, n_features, cuts, cut_start, step_start, steps,
+                            first_tree, last_tree):
+    """E[f_t(X) | x_j] of trees ``first_tree, ..., last_tree - 1`` and every feature j as a
+    step function of x_j (path-dependent), into their rows of ``steps``.
 
     g_tj(x_j) = Σ_leaves v_l C_l^(−j) 1[x_j in I_lj]: C_l^(−j) is the product of the cover
     fractions on the leaf's path except at splits on j, I_lj the interval of x_j that the
     leaf's splits on j allow (all reals if none). Between consecutive thresholds of j in the
     tree it is constant; at x_j = NaN it sums the leaves whose splits on j all go the way
     missing values go (the table's last cell, filled directly rather than by differences).
-    Returns ``(cuts, cut_start, steps, step_start)`` (layout of :func:`tree_cuts`); the
-    values on the intervals and at NaN are ``steps[step_start[t * p + j]:...]``, shape
-    (n_cuts + 2, n_values). Cost O(leaves x (depth + n_features)) per tree, once per
-    forest.
+    The tables are in the layout of :func:`tree_cuts`; the values on the intervals and at
+    NaN are ``steps[step_start[t * p + j]:...]``, shape (n_cuts + 2, n_values). Cost
+    O(leaves x (depth + n_features)) per tree, once per forest.
     """
-    n_trees = offsets.size - 1
     n_values = value.shape[1]
     p = n_features
-    cuts, cut_start, step_start = tree_cuts(left, feature, threshold, offsets, p)
-    steps = np.zeros((step_start[-1], n_values))
     largest = 1
-    for t in range(n_trees):
+    for t in range(first_tree, last_tree):
         largest = max(largest, offsets[t + 1] - offsets[t])
     parent = np.empty(largest, dtype=np.int64)
     product = np.empty(p)
@@ -207,7 +211,7 @@ def _singleton_tables(left, right, feature, threshold, missing_left, value, frac
     high = np.empty(p)
     nan_in = np.empty(p, dtype=np.bool_)  # NaN in x_j reaches the leaf
     seen = np.full(p, -1, dtype=np.int64)
-    for t in range(n_trees):
+    for t in range(first_tree, last_tree):
         start = offsets[t]
         for node in range(offsets[t + 1] - start):
             if left[start + node] != -1:
@@ -261,7 +265,6 @@ def _singleton_tables(left, right, feature, threshold, missing_left, value, frac
                         steps[nan_row, c] += share * value[start + leaf, c]
         integrate_steps(steps, step_start, t, p)
         seen[:] = -1
-    return cuts, cut_start, steps, step_start
 
 
 @njit(cache=True)
