@@ -17,8 +17,11 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-from harness.reports.targets._sutera import combine_readings
+from harness.api import load_dataset
+from harness.forest.models import fit_model
+from harness.reports.targets._sutera import combine_readings, forest
 from harness.reports.targets.base import VERDICTS
+from harness.reports.targets.sutera2021_fig1 import binary_lookup
 from harness.reports.targets.sutera2021_table4 import ERRATA, PUBLISHED, label_column
 from harness.reports.targets.verdict import (
     DEVIATES,
@@ -206,3 +209,16 @@ def test_rerun_reuses_every_stored_cell(gallery):
     quick_gallery(gallery, ["sutera2021-fig2", "sutera2021-fig3"])
     after = {store: cell_timestamps(gallery / "runs" / store) for store in STORES}
     assert after == before
+
+
+def test_fig4s_lookup_answers_as_the_forest_on_every_binary_row_and_refuses_others():
+    led = load_dataset("led")
+    model = fit_model(forest(3, True), led, seed=0)
+    rows = np.random.default_rng(0).integers(0, 2, (300, 7)).astype(float)
+    lookup = binary_lookup(model.predict_proba, led.X)
+    np.testing.assert_array_equal(lookup(rows), model.predict_proba(rows))
+    with pytest.raises(ValueError, match="outside"):
+        lookup(rows + 0.5)
+    # rows that are not all 0/1 keep the model's own predict
+    predict = model.predict_proba
+    assert binary_lookup(predict, led.X + 0.5) is predict
