@@ -96,8 +96,8 @@ class TreeSAGE(SageMethod):
     def prepare(cls) -> None:
         super().prepare()
         warm_up(cls)
-        # every walk of the Saabas module it imports (the surrogate uses one), so that the
-        # cache check of a fresh process, which looks at the whole module, finds them all
+        # every walk of the Saabas module: the surrogate calls saabas_paths, which names them
+        # all (one per output kind), so the cache check of a fresh process reads them all
         compile_path_kernels()
 
     def skip(self, model, data: ExplainData) -> str | None:

@@ -111,12 +111,14 @@ def cache_location() -> str:
 
 
 def _entry_dispatchers(method_class: type) -> set:
-    """The dispatchers of :func:`_own_dispatchers` that no other of them calls by name: a
-    callee's code is linked into its caller's cache entry, so a fresh process that loads the
-    caller never compiles the callee, and the callee's own index may stay out of date."""
+    """The dispatchers of :func:`_own_dispatchers` that no dispatcher the method reaches
+    calls by name, an inlined one included (``_mask_chunks``, called by the inlined
+    ``_probe`` of tree SAGE's walks, is no entry): a callee's code is linked into its
+    caller's cache entry, so a fresh process that loads the caller never compiles the callee,
+    and the callee's own index may stay out of date."""
     own = _own_dispatchers(method_class)
     called: set[str] = set()
-    for dispatcher in own:
+    for dispatcher in _dispatchers(method_class):  # inlined ones call too
         todo = [dispatcher.py_func.__code__]
         while todo:
             code = todo.pop()

@@ -21,7 +21,7 @@ from harness.core import registry
 from harness.core.errors import UnknownNameError
 from harness.kernels.paths import local_mdi_paths, saabas_paths
 from harness.kernels.treeshap.path_dependent import path_dependent_shap
-from harness.run.compile import compile_in_processes, compile_tasks
+from harness.run.compile import _entry_dispatchers, compile_in_processes, compile_tasks
 from tests._support.compile_check import compiled_signatures
 from tests._support.tiny_kernel_method import BrokenPrepare, TinyKernel, TinyKernelTwin
 
@@ -60,6 +60,16 @@ def test_every_installed_method_is_sent_to_exactly_one_worker():
     task_of = {c.name: i for i, task in enumerate(tasks) for c in task}
     assert task_of["local_mdi"] == task_of["saabas"]
     assert task_of["treeshap"] != task_of["tree_sage"]
+
+
+def test_a_kernel_called_only_from_an_inlined_one_is_no_entry_of_the_cache_check():
+    """tree SAGE's ``_probe`` is inlined into its walks, and ``_mask_chunks``, which only
+    ``_probe`` calls, is linked into the walks' cache entries: a fresh process never loads it,
+    so its own index is not what tells whether the cache is warm; the walks' task is."""
+    entries = {d.py_func.__name__ for d in _entry_dispatchers(registry.get_method_class(
+        "tree_sage"))}
+    assert "_path_dependent_tasks" in entries
+    assert "_mask_chunks" not in entries and "_probe" not in entries
 
 
 def test_compile_command_covers_every_installed_method():
