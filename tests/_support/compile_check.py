@@ -1,10 +1,11 @@
 """Which numba kernels gain a compiled signature during ``explain`` after ``prepare()``.
 
 Run as a fresh process (``python -m tests._support.compile_check [METHOD ...]``): for every
-registered method and each task it supports, call ``prepare()``, then explain a small
-classifier or regressor and list every harness dispatcher that gained a signature meanwhile
-(a compilation, or a load from numba's cache: either would be timed as ``time_explain``).
-Prints a JSON object ``{"method/task": [dispatcher, ...]}``; ``{}`` is the contract kept.
+registered method and each task it supports, call ``prepare()``, then explain small
+classifiers (4 and 30 features) or a regressor and list every harness dispatcher that
+gained a signature meanwhile (a compilation, or a load from numba's cache: either would be
+timed as ``time_explain``). Prints a JSON object ``{"method/task/p=width": [dispatcher,
+...]}``; ``{}`` is the contract kept.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import sys
 
 from numba.core.registry import CPUDispatcher
-from sklearn.datasets import load_diabetes, load_iris
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import harness
@@ -35,12 +36,17 @@ def compiled_signatures() -> dict[str, int]:
 
 def compiled_during_explain(names: list[str]) -> dict[str, list[str]]:
     iris, diabetes = load_iris(return_X_y=True), load_diabetes(return_X_y=True)
+    cancer = load_breast_cancer(return_X_y=True)
+    # iris and diabetes (4 and 10 features) and breast cancer (30): kernels may specialise
+    # on the width, as tree SAGE's rank tables do (8-byte entries up to p = 10, then 16-bit)
     problems = {
-        "classification": (RandomForestClassifier(n_estimators=4, random_state=0), *iris),
-        "regression": (RandomForestRegressor(n_estimators=4, random_state=0),
-                       diabetes[0][:150], diabetes[1][:150]),
+        "classification": [(RandomForestClassifier(n_estimators=4, random_state=0), *iris),
+                           (RandomForestClassifier(n_estimators=4, random_state=0),
+                            cancer[0][:100], cancer[1][:100])],
+        "regression": [(RandomForestRegressor(n_estimators=4, random_state=0),
+                        diabetes[0][:150], diabetes[1][:150])],
     }
-    for forest, X, y in problems.values():
+    for forest, X, y in sum(problems.values(), []):
         forest.fit(X, y)
     report = {}
     for name in names:
@@ -48,17 +54,17 @@ def compiled_during_explain(names: list[str]) -> dict[str, list[str]]:
         if method_class.missing_packages():  # e.g. hidimstat, not installed at the floors
             continue
         for task in method_class.tasks:
-            forest, X, y = problems[task]
-            method_class.prepare()
-            before = compiled_signatures()
-            try:
-                harness.explain(name, forest, X, y, seed=0)
-            except harness.MethodSkipped:
-                continue
-            after = compiled_signatures()
-            gained = sorted(k for k, n in after.items() if n > before.get(k, 0))
-            if gained:
-                report[f"{name}/{task}"] = gained
+            for forest, X, y in problems[task]:
+                method_class.prepare()
+                before = compiled_signatures()
+                try:
+                    harness.explain(name, forest, X, y, seed=0)
+                except harness.MethodSkipped:
+                    continue
+                after = compiled_signatures()
+                gained = sorted(k for k, n in after.items() if n > before.get(k, 0))
+                if gained:
+                    report[f"{name}/{task}/p={X.shape[1]}"] = gained
     return report
 
 

@@ -46,6 +46,9 @@ from harness.kernels.sage.tables import table_value
 PAIRS_PER_WALK = 128  # at most this many pairs walk a tree together (one parallel item)
 GROUP_BYTES = 2**19  # and their lanes of weights take at most this much (all depths)
 LANE_BLOCK = 8  # lanes (coalition steps k = 2, ..., p - 1) are padded to a multiple of this
+#: A feature count of each rank-table entry type (:func:`rank_table_type`): explaining a
+#: forest on each compiles every specialisation of the walk (tree SAGE's ``prepare``)
+TABLE_TYPE_FEATURES = (3, 7)
 INTERNAL, LEAF, TWIG = 0, 1, 2  # kinds of children; leaves and twigs end at their parent
 
 
@@ -61,6 +64,17 @@ def _chunk_width(p):
     (at most 8), so that the rank tables stay small (2 x 32 entries for p = 10)."""
     n_chunks = (p + 7) // 8
     return (p + n_chunks - 1) // n_chunks
+
+
+def rank_table_type(p: int) -> type:
+    """Entry type of a pair's rank tables for p features: 8 bytes while they fit a cache line
+    or so (p = 10: 2 x 32 entries), then 16 bits (ranks up to p). Measured, against 8-bit
+    entries below p = 255: the same on breast cancer (p = 30), 5-8 % slower on digits
+    (p = 64); one type fewer to compile, so that prepare() compiles both
+    (:data:`TABLE_TYPE_FEATURES`)."""
+    n_chunks = (p + 7) // 8
+    entries = n_chunks << -(-p // n_chunks)  # 2^(chunk width) per chunk (_chunk_width)
+    return np.int64 if entries <= 64 else np.uint16
 
 
 @njit(cache=True)
@@ -338,12 +352,7 @@ def path_dependent_curves(forest: PackedForest, fraction: np.ndarray, X32: np.nd
                                               forest.threshold, forest.value)
     offsets, max_depth = forest.offsets, forest.max_depth
     p = perms.shape[1]
-    n_chunks = (p + 7) // 8
-    entries = n_chunks << -(-p // n_chunks)  # rank table entries per pair (_chunk_width)
-    # 8-byte entries while a pair's tables fit a cache line or so (p = 10: 2 x 32), then
-    # bytes (measured: faster on Friedman #1 and on digits respectively)
-    table_type = np.empty(0, dtype=np.int64 if entries <= 64 else np.uint8 if p < 255
-                          else np.uint16)
+    table_type = np.empty(0, dtype=rank_table_type(p))
     tree = (left, right, feature, threshold, value, fraction, masks, forest.missing_left)
     # measured: larger groups load each node for more pairs (Friedman #1: 128 pairs 2.4x
     # faster than 16); the bound keeps the lanes of a group within a cache-sized buffer and
