@@ -19,7 +19,7 @@ from harness.forest.view import forest_view
 from harness.kernels.paths import compile_kernels as compile_path_kernels
 from harness.kernels.paths import saabas_paths
 from harness.kernels.sage.marginal import marginal_curves, marginal_setup
-from harness.kernels.sage.path_dependent import TABLE_TYPE_FEATURES, path_dependent_curves
+from harness.kernels.sage.path_dependent import path_dependent_curves
 from harness.kernels.sage.tables import (
     cover_fractions,
     singleton_sums,
@@ -91,8 +91,6 @@ class TreeSAGE(SageMethod):
         {"imputation": imputation, "control_variates": control_variates,
          "max_permutations": 32, "n_background": 4, "batch_size": 16}
         for imputation in ("path_dependent", "marginal") for control_variates in (True, False))
-    #: feature counts whose kernels differ: the walk's rank tables take one entry type each
-    warm_up_features = TABLE_TYPE_FEATURES
 
     @classmethod
     def prepare(cls) -> None:

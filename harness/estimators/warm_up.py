@@ -3,9 +3,8 @@
 ``prepare()`` must leave nothing to compile for ``explain`` (DESIGN.md, "explain protocol"):
 the methods whose kernels need a real fitted forest (in-bag counts, OOB rows, SAGE tables)
 run their own ``_explain`` once per process on a forest of three shallow trees grown with
-bootstrap on 40 rows, for each task they support, each parameter setting in their
-``warm_up_params`` and each feature count in their ``warm_up_features`` whose kernels
-differ. numba then holds every signature that a real explain
+bootstrap on 40 rows, for each task they support and each parameter setting in their
+``warm_up_params`` whose kernels differ. numba then holds every signature that a real explain
 uses (inputs reach the kernels as C-contiguous float64, whatever the user passed).
 """
 
@@ -23,11 +22,10 @@ N_ROWS, N_FEATURES = 40, 3
 
 
 @functools.cache
-def tiny_problem(task: str, n_features: int = N_FEATURES) -> tuple[Any, np.ndarray, np.ndarray]:
-    """A fitted three-tree bootstrap forest and its training rows (at least three
-    features), for ``task``."""
+def tiny_problem(task: str) -> tuple[Any, np.ndarray, np.ndarray]:
+    """A fitted three-tree bootstrap forest and its training rows, for ``task``."""
     rng = np.random.default_rng(0)
-    X = np.ascontiguousarray(rng.random((N_ROWS, max(n_features, 3))))
+    X = np.ascontiguousarray(rng.random((N_ROWS, N_FEATURES)))
     if task == "classification":
         y = (X[:, 0] > 0.5).astype(np.int64) + (X[:, 1] > 0.5)
         forest = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0)
@@ -39,14 +37,12 @@ def tiny_problem(task: str, n_features: int = N_FEATURES) -> tuple[Any, np.ndarr
 
 @functools.cache
 def warm_up(method_class: type[Method]) -> None:
-    """Explain the tiny forest of each supported task and ``warm_up_features`` count with
-    each ``warm_up_params`` setting."""
+    """Explain the tiny forest of each supported task with each ``warm_up_params`` setting."""
     for task in method_class.tasks:
-        for n_features in getattr(method_class, "warm_up_features", (N_FEATURES,)):
-            model, X, y = tiny_problem(task, n_features)
-            data = ExplainData(X=X, y=y, feature_names=[f"x{j}" for j in range(X.shape[1])],
-                               task=task)
-            for params in getattr(method_class, "warm_up_params", ({},)):
-                method = method_class(**params)
-                if method.skip(model, data) is None:
-                    method._explain(model, data, np.random.default_rng(0))
+        model, X, y = tiny_problem(task)
+        data = ExplainData(X=X, y=y, feature_names=[f"x{j}" for j in range(N_FEATURES)],
+                           task=task)
+        for params in getattr(method_class, "warm_up_params", ({},)):
+            method = method_class(**params)
+            if method.skip(model, data) is None:
+                method._explain(model, data, np.random.default_rng(0))

@@ -28,13 +28,3 @@ def test_no_kernel_is_compiled_or_loaded_while_a_method_explains(tmp_path):
     compiled = json.loads(completed.stdout.strip().splitlines()[-1])
     assert compiled == {}, f"kernels compiled or loaded inside explain: {compiled}"
 
-
-def test_tree_sages_warm_up_widths_cover_every_rank_table_type():
-    """The walk specialises on its rank tables' entry type, chosen by the width p: prepare()
-    explains one forest per width of TABLE_TYPE_FEATURES, which must meet every type."""
-    from harness.kernels.sage.path_dependent import TABLE_TYPE_FEATURES, rank_table_type
-    from methods.tree_sage import TreeSAGE
-
-    assert TreeSAGE.warm_up_features == TABLE_TYPE_FEATURES
-    warmed = {rank_table_type(p) for p in TABLE_TYPE_FEATURES}
-    assert {rank_table_type(p) for p in range(1, 2049)} == warmed

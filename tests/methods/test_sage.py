@@ -10,7 +10,7 @@ from sklearn.datasets import load_iris, make_friedman1
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import harness
-from harness.core.errors import MethodSkipped
+from harness.core.errors import BadInputError, MethodSkipped
 from harness.estimators.sage import (
     PREDICTION_MARGIN,
     AdditiveSurrogate,
@@ -20,7 +20,7 @@ from harness.estimators.sage import (
 from harness.forest.packed import as_float32_rows
 from harness.forest.view import forest_view
 from harness.kernels.sage.marginal import marginal_curves, marginal_setup
-from harness.kernels.sage.path_dependent import path_dependent_curves
+from harness.kernels.sage.path_dependent import MAX_FEATURES, path_dependent_curves
 from harness.kernels.sage.tables import (
     cover_fractions,
     singleton_sums,
@@ -126,8 +126,8 @@ def test_marginal_curves_equal_imputed_predictions(task, n_background, forests):
 
 @pytest.mark.parametrize("p", [1, 2, 3, 12, 70])
 def test_curves_for_any_number_of_features(p):
-    """p < 3 leaves the walks little or nothing to do; p = 12 and 70 use byte-sized rank
-    tables over 6- and 8-bit chunks of the feature bit sets, 70 two words of them."""
+    """p < 3 leaves the walks little or nothing to do; p = 12 and 70 use rank tables over 6-
+    and 8-bit chunks of the feature bit sets, 70 two words of them."""
     rng = np.random.default_rng(p)
     X = rng.random((120, p))
     y = X[:, : min(p, 4)].sum(axis=1) + 0.1 * rng.standard_normal(120)
@@ -139,6 +139,13 @@ def test_curves_for_any_number_of_features(p):
     background = X[rng.choice(len(X), size=5, replace=False)]
     ours = _marginal(model, X, background, rows, perms, columns)
     _assert_imputed_predictions(ours, model, X, background, rows, perms, columns, False)
+
+
+def test_the_walk_refuses_more_features_than_its_16_bit_ranks_hold(forests):
+    perms = np.zeros((1, MAX_FEATURES + 1), dtype=np.int64)
+    with pytest.raises(BadInputError, match="at most 65535 features"):
+        path_dependent_curves(forest_view(forests["regression"][0]).packed, None, None, None,
+                              perms, None, None, None)
 
 
 def test_single_leaf_trees_give_flat_curves():

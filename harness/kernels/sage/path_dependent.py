@@ -39,6 +39,7 @@ import numba
 import numpy as np
 from numba import njit
 
+from harness.core.errors import BadInputError
 from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, goes_left
 from harness.kernels.sage.tables import table_value
@@ -46,9 +47,11 @@ from harness.kernels.sage.tables import table_value
 PAIRS_PER_WALK = 128  # at most this many pairs walk a tree together (one parallel item)
 GROUP_BYTES = 2**19  # and their lanes of weights take at most this much (all depths)
 LANE_BLOCK = 8  # lanes (coalition steps k = 2, ..., p - 1) are padded to a multiple of this
-#: A feature count of each rank-table entry type (:func:`rank_table_type`): explaining a
-#: forest on each compiles every specialisation of the walk (tree SAGE's ``prepare``)
-TABLE_TYPE_FEATURES = (3, 7)
+#: The rank tables hold 16-bit ranks (0..p), for every p: one type, so one compile of the
+#: walk (a second type for p <= 10, 8-byte entries, was 10 % faster on Friedman #1 but cost
+#: 8 s more compile, on the cold start's longest task; 8-bit entries, 5-8 % faster on
+#: digits, a third compile)
+MAX_FEATURES = np.iinfo(np.uint16).max
 INTERNAL, LEAF, TWIG = 0, 1, 2  # kinds of children; leaves and twigs end at their parent
 
 
@@ -64,17 +67,6 @@ def _chunk_width(p):
     (at most 8), so that the rank tables stay small (2 x 32 entries for p = 10)."""
     n_chunks = (p + 7) // 8
     return (p + n_chunks - 1) // n_chunks
-
-
-def rank_table_type(p: int) -> type:
-    """Entry type of a pair's rank tables for p features: 8 bytes while they fit a cache line
-    or so (p = 10: 2 x 32 entries), then 16 bits (ranks up to p). Measured, against 8-bit
-    entries below p = 255: the same on breast cancer (p = 30), 5-8 % slower on digits
-    (p = 64); one type fewer to compile, so that prepare() compiles both
-    (:data:`TABLE_TYPE_FEATURES`)."""
-    n_chunks = (p + 7) // 8
-    entries = n_chunks << -(-p // n_chunks)  # 2^(chunk width) per chunk (_chunk_width)
-    return np.int64 if entries <= 64 else np.uint16
 
 
 @njit(cache=True)
@@ -279,14 +271,14 @@ def _walk_tree(tree, start, pairs, work, stack, lanes, full):
 
 @njit(cache=True)
 def _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, first, last,
-                table_type, curves):
+                curves):
     """Curves of pairs first, ..., last − 1: k = 0 and 1 from the root and the singleton
     tables, k >= 2 from walks of every tree; written to ``curves`` (mean over trees)."""
     value = tree[4]
     n_q, p = last - first, perms.shape[1]
     n_trees = offsets.size - 1
     pairs = (np.empty((n_q, p)), np.empty((n_q, p), dtype=np.int64),
-             np.empty((n_q, (p + 7) // 8, 1 << _chunk_width(p)), dtype=table_type.dtype),
+             np.empty((n_q, (p + 7) // 8, 1 << _chunk_width(p)), dtype=np.uint16),
              np.empty(n_q, dtype=np.int64))
     _prepare_pairs(X32, rows, perms, columns, first, pairs)
     xs, cols = pairs[0], pairs[3]
@@ -320,7 +312,7 @@ def _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, fir
 
 @njit(cache=True, nogil=True)
 def _path_dependent_tasks(tree, offsets, max_depth, X32, rows, perms, columns, tables,
-                          table_type, group_size, curves, first_group, last_group):
+                          group_size, curves, first_group, last_group):
     """Groups of pairs ``first_group, ..., last_group - 1`` of :func:`path_dependent_curves`
     into their rows of ``curves``."""
     n_pairs = perms.shape[0]
@@ -328,7 +320,7 @@ def _path_dependent_tasks(tree, offsets, max_depth, X32, rows, perms, columns, t
         first = group * group_size
         last = min(n_pairs, first + group_size)
         _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, first, last,
-                    table_type, curves)
+                    curves)
 
 
 def path_dependent_curves(forest: PackedForest, fraction: np.ndarray, X32: np.ndarray,
@@ -352,7 +344,9 @@ def path_dependent_curves(forest: PackedForest, fraction: np.ndarray, X32: np.nd
                                               forest.threshold, forest.value)
     offsets, max_depth = forest.offsets, forest.max_depth
     p = perms.shape[1]
-    table_type = np.empty(0, dtype=rank_table_type(p))
+    if p > MAX_FEATURES:
+        raise BadInputError(f"tree SAGE's path-dependent walk ranks at most {MAX_FEATURES} "
+                            f"features (16-bit rank tables); got {p}.")
     tree = (left, right, feature, threshold, value, fraction, masks, forest.missing_left)
     # measured: larger groups load each node for more pairs (Friedman #1: 128 pairs 2.4x
     # faster than 16); the bound keeps the lanes of a group within a cache-sized buffer and
@@ -370,5 +364,5 @@ def path_dependent_curves(forest: PackedForest, fraction: np.ndarray, X32: np.nd
     group_size = max(1, -(-perms.shape[0] // n_groups))
     curves = np.zeros((perms.shape[0], p + 1))
     run_tasks(_path_dependent_tasks, -(-perms.shape[0] // group_size), tree, offsets,
-              max_depth, X32, rows, perms, columns, tables, table_type, group_size, curves)
+              max_depth, X32, rows, perms, columns, tables, group_size, curves)
     return curves
