@@ -27,4 +27,3 @@ def test_no_kernel_is_compiled_or_loaded_while_a_method_explains(tmp_path):
     assert completed.returncode == 0, completed.stderr
     compiled = json.loads(completed.stdout.strip().splitlines()[-1])
     assert compiled == {}, f"kernels compiled or loaded inside explain: {compiled}"
-
