@@ -37,8 +37,9 @@ def compiled_signatures() -> dict[str, int]:
 def compiled_during_explain(names: list[str]) -> dict[str, list[str]]:
     iris, diabetes = load_iris(return_X_y=True), load_diabetes(return_X_y=True)
     cancer = load_breast_cancer(return_X_y=True)
-    # iris and diabetes (4 and 10 features) and breast cancer (30): kernels may specialise
-    # on the width, as tree SAGE's rank tables do (8-byte entries up to p = 10, then 16-bit)
+    # iris and diabetes (4 and 10 features) and breast cancer (30): a kernel may specialise
+    # on the width (tree SAGE's walk once did, by its rank tables' entry type, and so
+    # compiled inside every explain past p = 10)
     problems = {
         "classification": [(RandomForestClassifier(n_estimators=4, random_state=0), *iris),
                            (RandomForestClassifier(n_estimators=4, random_state=0),
@@ -54,8 +55,8 @@ def compiled_during_explain(names: list[str]) -> dict[str, list[str]]:
         if method_class.missing_packages():  # e.g. hidimstat, not installed at the floors
             continue
         for task in method_class.tasks:
+            method_class.prepare()
             for forest, X, y in problems[task]:
-                method_class.prepare()
                 before = compiled_signatures()
                 try:
                     harness.explain(name, forest, X, y, seed=0)
