@@ -509,6 +509,7 @@ def streamed_shapley(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
             for block in _chunks(explained.shape[1], PRODUCT_COLUMNS):  # small temporaries
                 weighted_sum[:, block] += centred @ explained[:, block]
             walked_up += int(walked.sum())
+            del explained, centred  # not alive beside the next chunk's projections
         del projector  # from here, (n_players, n) arrays only: at most two at once
         effects = regression.inverse @ weighted_sum
         del weighted_sum

@@ -4,6 +4,7 @@ the Shapley formula, efficiency, null variables, and the analytic Shapley effect
 from __future__ import annotations
 
 import itertools
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -26,7 +27,10 @@ from harness.forest.inbag import target_matrix
 from harness.forest.packed import as_float32_rows
 from harness.forest.view import forest_view
 from harness.kernels.reroute.projection import projected_oob_shift
-from harness.kernels.reroute.subset_projection import projected_oob_predictions
+from harness.kernels.reroute.subset_projection import (
+    SubsetProjector,
+    projected_oob_predictions,
+)
 from tests._support.shapley_by_subsets import shapley_by_subsets
 
 warnings.filterwarnings("ignore", message="Some inputs do not have OOB scores")
@@ -170,6 +174,39 @@ def test_the_streamed_effects_are_the_shapley_formula_of_the_projected_game(monk
     expected = shapley_by_subsets(5, lambda subset: value[frozenset(subset)])
     np.testing.assert_allclose(streamed.effects.mean(axis=1), expected, rtol=0, atol=1e-12)
     assert streamed.explained.mean() == pytest.approx(game[-1], abs=1e-14)
+
+
+def test_the_streamed_chunks_hold_one_game_at_a_time(monkeypatch):
+    """SHAFF's memory must not grow with its sets: the projector keeps the forest view's in-bag
+    counts without a copy (n × n_trees), and a chunk's game terms are released before the
+    next chunk is projected. Measured at the start of every chunk's projection, the memory
+    in use may not exceed the first chunk's by half a chunk's game (a chunk's terms are
+    ``chunk × n`` floats, 1 MB here)."""
+    X, y = make_friedman1(n_samples=2000, n_features=8, noise=0.5, random_state=0)
+    model = RandomForestRegressor(n_estimators=4, max_depth=6, random_state=0)
+    view = forest_view(model.fit(X, y))
+    view.build("inbag", "packed")
+    inputs = (view.packed, view.rows(X), view.inbag.counts, view.inbag.n_oob_trees,
+              target_matrix(view, y))
+    projector = SubsetProjector.build(view.packed, inputs[1], inputs[2], inputs[4])
+    assert np.shares_memory(projector.counts, view.inbag.counts)
+    subsets = design(view.packed, 200, 4, np.random.default_rng(0))
+    in_use, explained_shares = [], shaff_estimators.explained_shares
+
+    def measured(*args):
+        in_use.append(tracemalloc.get_traced_memory()[0])
+        return explained_shares(*args)
+
+    monkeypatch.setattr(shaff_estimators, "explained_shares", measured)
+    tracemalloc.start()
+    try:
+        streamed_shapley(*inputs, subsets)
+    finally:
+        tracemalloc.stop()
+    chunk = max(shaff_estimators.SUBSET_GROUPS,
+                shaff_estimators.GAME_CHUNK_BYTES // (len(X) * 8))
+    assert len(in_use) >= 4  # the ends, then at least three chunks
+    assert max(in_use[2:]) - in_use[1] < chunk * len(X) * 8 / 2, in_use
 
 
 @pytest.mark.parametrize("n_subsets", [1000, 24])

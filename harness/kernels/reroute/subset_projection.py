@@ -34,8 +34,9 @@ every cell receives its in-bag rows in row order, so none of this changes a bit 
 (issue 20: one SHAFF explain at p = 200 with 300 trees took 345 CPU s with one walk per row
 and per-subset tables, 119 CPU s with these). A kept split partitions its rows without a
 branch (their directions are unpredictable), each (subset, tree) uses a part of the table
-sized to its in-bag keys, and the in-bag counts are read tree by tree: 3.0 s against 2.1 s
-for 60 random subsets of the p = 200 bench forest, one thread, the same bits.
+sized to its in-bag keys, and the in-bag counts are read tree by tree (a column copied once
+per (subset, tree)): 3.0 s against 2.1 s for 60 random subsets of the p = 200 bench forest,
+one thread, the same bits.
 """
 
 from __future__ import annotations
@@ -73,8 +74,9 @@ def descent_tables(left, right, offsets):
     leaf_sums : ndarray of uint64 (n_nodes,)
         Sum of the hashes of the leaves below the node (its own for a leaf): the key of a
         subtree reached whole.
-    depth : ndarray of int64 (n_nodes,)
-        Depth of the node in its tree.
+    depth : ndarray of int32 (n_nodes,)
+        Depth of the node in its tree (4 bytes a node: a tree of 2**31 levels would need
+        as many samples).
     tree_depth : ndarray of int64 (n_trees,)
         Depth of each tree's deepest node.
     """
@@ -82,7 +84,7 @@ def descent_tables(left, right, offsets):
     n_nodes = offsets[n_trees]
     hashes = np.empty(n_nodes, dtype=np.uint64)
     leaf_sums = np.empty(n_nodes, dtype=np.uint64)
-    depth = np.zeros(n_nodes, dtype=np.int64)
+    depth = np.zeros(n_nodes, dtype=np.int32)
     tree_depth = np.zeros(n_trees, dtype=np.int64)
     for t in range(n_trees):
         start = offsets[t]
@@ -204,13 +206,15 @@ def _row_level_keys(internal, terminal, deepest, row, keys):
 
 @njit(cache=True, nogil=True)
 def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_depth, X32,
-                         counts_by_tree, targets, keep, hashes, leaf_sums, depth, tree_depth,
+                         counts, targets, keep, hashes, leaf_sums, depth, tree_depth,
                          n_groups, largest, capacity, total, n_walked_up, first_group,
                          last_group):
     """Groups ``first_group, ..., last_group - 1`` of :func:`projected_oob_predictions`, each
     with buffers of its own: group g does the subsets g, g + n_groups, ..., into their rows
-    of ``total`` and ``n_walked_up``. ``counts_by_tree`` (n_trees, n) holds the in-bag
-    counts tree by tree, so that each (subset, tree) reads its tree's counts contiguously."""
+    of ``total`` and ``n_walked_up``. ``counts`` (n, n_trees) are the in-bag counts; each
+    (subset, tree) copies its tree's column into a buffer and reads that, contiguously
+    (the same speed as a transposed copy of all the counts, without its n × n_trees
+    bytes)."""
     n = X32.shape[0]
     n_trees = offsets.size - 1
     n_values = targets.shape[1]
@@ -226,6 +230,7 @@ def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_
         stack_count = np.empty(largest + 1, dtype=np.int64)
         stack_mark = np.empty(largest + 1, dtype=np.int64)
         keys = np.empty(max_depth + 2, dtype=np.uint64)
+        tree_counts = np.empty(n, dtype=counts.dtype)
         table_keys = np.empty(capacity, dtype=np.uint64)
         stamps = np.zeros(capacity, dtype=np.int64)
         weights = np.empty(capacity)
@@ -242,15 +247,17 @@ def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_
                                terminal, deepest, segments, stack_node, stack_first,
                                stack_count, stack_mark)
                 generation += 1  # a new table for every (subset, tree)
+                for i in range(n):  # the tree's column, read three times below
+                    tree_counts[i] = counts[i, t]
                 # its part of the table: a power of two above the in-bag rows' keys (a
                 # table that fits the cache; 7 % on the p = 200 forest)
                 n_keys = 0
                 for i in range(n):
-                    if counts_by_tree[t, i] != 0:
+                    if tree_counts[i] != 0:
                         n_keys += deepest[i] + 2
                 mask = min(table_size(n_keys, 16), capacity) - 1
                 for i in range(n):  # in row order: the cells' sums are added in that order
-                    weight = counts_by_tree[t, i]
+                    weight = tree_counts[i]
                     if weight == 0:
                         continue
                     n_levels = _row_level_keys(internal, terminal, deepest, i, keys)
@@ -258,7 +265,7 @@ def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_
                                         keys, 0, n_levels, np.float64(weight), targets,
                                         i)
                 for i in range(n):
-                    if counts_by_tree[t, i] != 0:
+                    if tree_counts[i] != 0:
                         continue
                     n_levels = _row_level_keys(internal, terminal, deepest, i, keys)
                     at, level = deepest_shared_slot(table_keys, stamps, generation, mask, keys,
@@ -281,9 +288,9 @@ class SubsetProjector:
 
     forest: PackedForest
     X32: np.ndarray
-    #: (n_trees, n): the in-bag counts tree by tree, so that each (subset, tree) reads its
-    #: tree's counts contiguously
-    counts_by_tree: np.ndarray
+    #: (n, n_trees): the in-bag counts, as the forest view holds them (not copied: the
+    #: kernel copies a tree's column once per (subset, tree) and reads that copy)
+    counts: np.ndarray
     targets: np.ndarray
     tables: tuple
     largest: int
@@ -293,9 +300,12 @@ class SubsetProjector:
     def build(cls, forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
               targets: np.ndarray) -> SubsetProjector:
         """See :func:`projected_oob_predictions` for the arguments."""
-        n_keys = X32.shape[0] * (forest.max_depth + 2)  # at most a key per row and level
-        return cls(forest, X32, np.ascontiguousarray(counts.T), targets,
-                   descent_tables(forest.left, forest.right, forest.offsets),
+        tables = descent_tables(forest.left, forest.right, forest.offsets)
+        # a table holds the keys of one tree's in-bag rows, at most one per level of the
+        # tree and row: sized for the largest tree, not for n rows at the forest's depth
+        in_bag_rows = np.count_nonzero(counts, axis=0)
+        n_keys = int((in_bag_rows * (tables[3] + 2)).max(initial=0))
+        return cls(forest, X32, np.ascontiguousarray(counts), targets, tables,
                    int(np.diff(forest.offsets).max(initial=1)), int(table_size(n_keys, 16)))
 
     def predictions(self, keep: np.ndarray,
@@ -309,7 +319,7 @@ class SubsetProjector:
         n_walked_up = np.zeros(n_subsets, dtype=np.int64)
         run_tasks(_projected_oob_tasks, n_groups, forest.left, forest.right, forest.feature,
                   forest.threshold, forest.missing_left, forest.offsets, forest.max_depth,
-                  self.X32, self.counts_by_tree, self.targets, keep, *self.tables, n_groups,
+                  self.X32, self.counts, self.targets, keep, *self.tables, n_groups,
                   self.largest, self.capacity, total, n_walked_up)
         return total, n_walked_up
 
