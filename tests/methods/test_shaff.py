@@ -150,18 +150,25 @@ def test_the_regression_over_all_subsets_is_the_shapley_formula():
     np.testing.assert_allclose(estimate, expected, rtol=0, atol=1e-10)
 
 
+def _streaming_inputs(n_samples: int, n_features: int, model):
+    """A forest fitted on Friedman #1 and the arguments of :func:`streamed_shapley` before
+    the subsets: (forest, coded rows, in-bag counts, OOB tree counts, targets)."""
+    X, y = make_friedman1(n_samples=n_samples, n_features=n_features, noise=0.5,
+                          random_state=0)
+    view = forest_view(model.fit(X, y))
+    view.build("inbag", "packed")
+    return view, (view.packed, view.rows(X), view.inbag.counts, view.inbag.n_oob_trees,
+                  target_matrix(view, y))
+
+
 def test_the_streamed_effects_are_the_shapley_formula_of_the_projected_game(monkeypatch):
     """SHAFF projects and regresses its sets in chunks (``GAME_CHUNK_BYTES``, at least
     ``SUBSET_GROUPS`` sets) and never holds the whole game. With every subset of 5 variables
     and chunks of one set, the effects must still be the Shapley formula of the projected
     game v̂(U) − v̂(∅), that game computed set by set with :func:`projected_game` (all
     subsets enumerated: no regression error)."""
-    X, y = make_friedman1(n_samples=200, n_features=5, noise=0.5, random_state=0)
-    model = RandomForestRegressor(n_estimators=20, min_samples_leaf=3, random_state=0)
-    view = forest_view(model.fit(X, y))
-    view.build("inbag", "packed")
-    inputs = (view.packed, view.rows(X), view.inbag.counts, view.inbag.n_oob_trees,
-              target_matrix(view, y))
+    view, inputs = _streaming_inputs(
+        200, 5, RandomForestRegressor(n_estimators=20, min_samples_leaf=3, random_state=0))
     subsets = design(view.packed, 1000, 4, np.random.default_rng(0))
     assert subsets.enumerated and subsets.players.all()
     monkeypatch.setattr(shaff_estimators, "GAME_CHUNK_BYTES", 1)
@@ -182,12 +189,8 @@ def test_the_streamed_chunks_hold_one_game_at_a_time(monkeypatch):
     next chunk is projected. Measured at the start of every chunk's projection, the memory
     in use may not exceed the first chunk's by half a chunk's game (a chunk's terms are
     ``chunk × n`` floats, 1 MB here)."""
-    X, y = make_friedman1(n_samples=2000, n_features=8, noise=0.5, random_state=0)
-    model = RandomForestRegressor(n_estimators=4, max_depth=6, random_state=0)
-    view = forest_view(model.fit(X, y))
-    view.build("inbag", "packed")
-    inputs = (view.packed, view.rows(X), view.inbag.counts, view.inbag.n_oob_trees,
-              target_matrix(view, y))
+    view, inputs = _streaming_inputs(
+        2000, 8, RandomForestRegressor(n_estimators=4, max_depth=6, random_state=0))
     projector = SubsetProjector.build(view.packed, inputs[1], inputs[2], inputs[4])
     assert np.shares_memory(projector.counts, view.inbag.counts)
     subsets = design(view.packed, 200, 4, np.random.default_rng(0))
@@ -203,10 +206,11 @@ def test_the_streamed_chunks_hold_one_game_at_a_time(monkeypatch):
         streamed_shapley(*inputs, subsets)
     finally:
         tracemalloc.stop()
+    n_rows = len(inputs[1])
     chunk = max(shaff_estimators.SUBSET_GROUPS,
-                shaff_estimators.GAME_CHUNK_BYTES // (len(X) * 8))
+                shaff_estimators.GAME_CHUNK_BYTES // (n_rows * 8))
     assert len(in_use) >= 4  # the ends, then at least three chunks
-    assert max(in_use[2:]) - in_use[1] < chunk * len(X) * 8 / 2, in_use
+    assert max(in_use[2:]) - in_use[1] < chunk * n_rows * 8 / 2, in_use
 
 
 @pytest.mark.parametrize("n_subsets", [1000, 24])
