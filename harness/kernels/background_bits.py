@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from harness.core.tasks import run_tasks
 from harness.forest.packed import left_bit
 
 ALL_ROWS = ~np.uint64(0)
@@ -28,30 +29,49 @@ def feature_columns(X32, first, last):
     return columns
 
 
-@njit(cache=True)
+#: Parallel tasks of :func:`background_directions`, each a contiguous range of nodes: a
+#: node's bits do not depend on the others, so the result is the same for any number.
+DIRECTION_TASKS = 16
+
+
+@njit(cache=True, nogil=True)
+def _directions_tasks(left, feature, threshold, missing_left, columns, n_background,
+                      n_tasks, directions, first, last):
+    """Tasks ``first, ..., last - 1`` of :func:`background_directions`: task k fills the rows
+    of the nodes in its k-th of ``n_tasks`` contiguous ranges."""
+    n_nodes, n_words = directions.shape
+    shifts = np.arange(64).astype(np.uint64)  # (a table, not b - first: 1.5x faster)
+    for task in range(first, last):
+        for node in range(task * n_nodes // n_tasks, (task + 1) * n_nodes // n_tasks):
+            if left[node] == -1:
+                continue
+            cut, missing = threshold[node], missing_left[node]
+            column = columns[feature[node]]
+            for word in range(n_words):
+                first_row = 64 * word
+                bits = np.uint64(0)
+                for b in range(min(64, n_background - first_row)):
+                    bits |= left_bit(np.float64(column[first_row + b]), cut,
+                                     missing) << shifts[b]
+                directions[node, word] = bits
+
+
 def background_directions(left, feature, threshold, missing_left, offsets, Z32):
     """Which background rows go left at each node: bit b % 64 of word b // 64 of row ``node``
     is set if background row b goes left, shape (total_nodes, ceil(B / 64)) uint64.
 
     The rows' values of each feature are first laid out contiguously, so that a node's bits
-    come from one branch-free pass over its feature's values (:func:`left_bit`).
+    come from one branch-free pass over its feature's values (:func:`left_bit`). The nodes
+    are split into :data:`DIRECTION_TASKS` ranges run in parallel
+    (:func:`harness.core.tasks.run_tasks`): on C's 300-tree forest with 30 background rows
+    this step took 7 % of interventional TreeSHAP's time on one thread, all of it serial.
     """
     n_background = Z32.shape[0]
     columns = feature_columns(Z32, 0, n_background)
-    n_words = (n_background + 63) // 64
-    directions = np.zeros((offsets[-1], n_words), dtype=np.uint64)
-    shifts = np.arange(64).astype(np.uint64)  # (a table, not b - first: 1.5x faster)
-    for node in range(offsets[-1]):
-        if left[node] == -1:
-            continue
-        cut, missing = threshold[node], missing_left[node]
-        column = columns[feature[node]]
-        for word in range(n_words):
-            first = 64 * word
-            bits = np.uint64(0)
-            for b in range(min(64, n_background - first)):
-                bits |= left_bit(np.float64(column[first + b]), cut, missing) << shifts[b]
-            directions[node, word] = bits
+    directions = np.zeros((offsets[-1], (n_background + 63) // 64), dtype=np.uint64)
+    n_tasks = max(1, min(DIRECTION_TASKS, int(offsets[-1])))
+    run_tasks(_directions_tasks, n_tasks, left, feature, threshold, missing_left, columns,
+              n_background, n_tasks, directions)
     return directions
 
 

@@ -1,0 +1,62 @@
+"""Background rows as bits (:mod:`harness.kernels.background_bits`): the words say which
+background rows go left at each node, as the model routes them, whatever the number of
+threads or of node ranges the work is split into."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+from sklearn.datasets import make_friedman1
+from sklearn.ensemble import RandomForestRegressor
+
+from harness.forest.view import forest_view
+from harness.kernels import background_bits
+from harness.kernels.background_bits import background_directions
+from tests._support.threads import on_threads
+
+
+def _directions_of_the_trees(model, Z: np.ndarray) -> np.ndarray:
+    """Bit b of word b // 64 at node v: background row b goes left at v, by scikit-learn's
+    rule on its own tree arrays (float32 rows against the float64 threshold; a NaN goes
+    where ``missing_go_to_left`` says), in the forest view's node order (trees one after the
+    other). The rule is checked against scikit-learn's ``decision_path`` on the rows that
+    reach each node."""
+    words = (len(Z) + 63) // 64
+    Z32 = Z.astype(np.float32)
+    blocks = []
+    for estimator in model.estimators_:
+        tree = estimator.tree_
+        reached = estimator.decision_path(Z).toarray().astype(bool)  # (rows, nodes)
+        bits = np.zeros((tree.node_count, words), dtype=np.uint64)
+        for node in np.flatnonzero(tree.children_left >= 0):
+            x = Z32[:, tree.feature[node]].astype(np.float64)
+            left = np.where(np.isnan(x), bool(tree.missing_go_to_left[node]),
+                            x <= tree.threshold[node])
+            here = reached[:, node]
+            assert np.array_equal(left[here], reached[here, tree.children_left[node]])
+            for row in np.flatnonzero(left):
+                bits[node, row // 64] |= np.uint64(1) << np.uint64(row % 64)
+        blocks.append(bits)
+    return np.vstack(blocks)
+
+
+@pytest.mark.parametrize("tasks", [1, 7, 16])
+def test_directions_are_the_models_routing_on_any_split_of_the_work(monkeypatch, tasks):
+    """130 background rows (three words, the last one partial), NaNs among them, on a
+    forest fitted with missing values; 1, 7 and 16 node ranges, on 1 and 2 threads."""
+    X, y = make_friedman1(n_samples=400, n_features=5, random_state=0)
+    X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    model = RandomForestRegressor(n_estimators=6, max_depth=7, random_state=0).fit(X, y)
+    view = forest_view(model)
+    assert view.routes_missing
+    Z = X[:130]
+    forest = view.packed
+    expected = _directions_of_the_trees(model, Z)
+    monkeypatch.setattr(background_bits, "DIRECTION_TASKS", tasks)
+    for threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+        got = on_threads(threads, lambda: background_directions(
+            forest.left, forest.feature, forest.threshold, forest.missing_left,
+            forest.offsets, view.rows(Z)))
+        assert got.shape == expected.shape
+        assert np.array_equal(got, expected), (tasks, threads)
