@@ -63,8 +63,9 @@ def background_directions(left, feature, threshold, missing_left, offsets, Z32):
     The rows' values of each feature are first laid out contiguously, so that a node's bits
     come from one branch-free pass over its feature's values (:func:`left_bit`). The nodes
     are split into :data:`DIRECTION_TASKS` ranges run in parallel
-    (:func:`harness.core.tasks.run_tasks`): on C's 300-tree forest with 30 background rows
-    this step took 7 % of interventional TreeSHAP's time on one thread, all of it serial.
+    (:func:`harness.core.tasks.run_tasks`): on the bench's case C (Friedman #1, 300 trees)
+    with 30 background rows, this step took 7 % of interventional TreeSHAP's time on one
+    thread, and it all ran serially.
     """
     n_background = Z32.shape[0]
     columns = feature_columns(Z32, 0, n_background)
