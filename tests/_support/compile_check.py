@@ -10,6 +10,7 @@ timed as ``time_explain``). Prints a JSON object ``{"method/task/p=width": [disp
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 
@@ -47,7 +48,7 @@ def compiled_during_explain(names: list[str]) -> dict[str, list[str]]:
         "regression": [(RandomForestRegressor(n_estimators=4, random_state=0),
                         diabetes[0][:150], diabetes[1][:150])],
     }
-    for forest, X, y in sum(problems.values(), []):
+    for forest, X, y in itertools.chain.from_iterable(problems.values()):
         forest.fit(X, y)
     report = {}
     for name in names:

@@ -303,8 +303,9 @@ class SubsetProjector:
         tables = descent_tables(forest.left, forest.right, forest.offsets)
         # a table holds the keys of one tree's in-bag rows, at most one per level of the
         # tree and row: sized for the largest tree, not for n rows at the forest's depth
+        tree_depth = tables[3]
         in_bag_rows = np.count_nonzero(counts, axis=0)
-        n_keys = int((in_bag_rows * (tables[3] + 2)).max(initial=0))
+        n_keys = int((in_bag_rows * (tree_depth + 2)).max(initial=0))
         return cls(forest, X32, np.ascontiguousarray(counts), targets, tables,
                    int(np.diff(forest.offsets).max(initial=1)), int(table_size(n_keys, 16)))
 
