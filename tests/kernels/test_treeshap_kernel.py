@@ -12,7 +12,7 @@ from sklearn.ensemble import (
 )
 
 from harness.forest.view import forest_view
-from harness.kernels.treeshap.path_dependent import path_dependent_shap
+from harness.kernels.treeshap.path_dependent import LANES, NARROW, path_dependent_shap
 from tests._support.shapley_by_subsets import shapley_by_subsets
 
 shap = pytest.importorskip("shap")
@@ -117,6 +117,24 @@ def test_threads_do_not_change_results():
     one, _ = path_dependent_shap(forest, X[:101], threads=1)
     two, _ = path_dependent_shap(forest, X[:101], threads=2)
     np.testing.assert_array_equal(one, two)
+
+
+@pytest.mark.parametrize("case", ["multiclass_et_deep", "regressor_rf_repeats"])
+def test_a_rows_values_do_not_depend_on_its_batch(case):
+    """Rows go by batches of LANES and a last batch of at most NARROW rows runs on narrow
+    buffers: lanes never mix, so a row's values are the same bits whichever batch (and
+    width) it lands in. 37 rows end in a narrow batch of 5, 45 in a full-width one of 13;
+    rows 32-36 fall in both tails and, alone, in one narrow batch of 5."""
+    assert 32 == 2 * LANES and 37 % LANES <= NARROW < 45 % LANES
+    model, X = _fit(case)
+    forest = forest_view(model).packed
+    short, _ = path_dependent_shap(forest, X[:37], threads=1)
+    long, _ = path_dependent_shap(forest, X[:45], threads=1)
+    tail, _ = path_dependent_shap(forest, X[32:37], threads=1)
+    np.testing.assert_array_equal(short, long[:37])
+    np.testing.assert_array_equal(tail, short[32:])
+    reference, _ = _shap_reference(model, X[32:37])
+    np.testing.assert_allclose(tail, reference, atol=1e-10)
 
 
 def test_single_node_tree_adds_only_to_the_base():

@@ -36,11 +36,19 @@ unpredictable branches (the walk does not depend on x); the lanes are the innerm
 every per-row buffer, so the arithmetic is vectorised across rows, and rows never mix. Loops
 over the lanes run to a length read from an array shape: with the compile-time constant
 LANES, LLVM unrolls them before its loop vectoriser sees them, and numba leaves the SLP
-vectoriser off, so they would stay scalar (measured 2x slower). The buffers themselves are
-allocated LANES wide in the function where the batch is inlined: a short last batch on
-buffers of its own width (separate buffers, reshaped flat ones, or a batch function) gave the
-same bits at 1.7x the time on Friedman #1 / RF 300, even with every batch full, for a
-reason not pinned down; so a short last batch fills its lanes by repeating its last row.
+vectoriser off, so they would stay scalar (measured 2x slower). numba compiles
+:func:`_batch_shap` on its own first, with the width unknown, so its lane loops are
+vectorised; LLVM then inlines it, when it optimises the module of the entry point
+(:func:`_forest_shap_tasks`), into :func:`_explain_trees`, which allocates the buffers, so the
+width is a constant there and the vector loops lose their run-time checks. That module is
+what numba's cache holds and what runs. A process that compiles the kernel itself instead
+links the call to the standalone compile of :func:`_explain_trees`, in which the batch is not
+inlined: the same bits at 2.1x the time (digits / ExtraTrees K = 1, 100 rows: 0.53 s against
+0.25 s). The harness compiles in worker processes and runs from the cache
+(:mod:`harness.run.first_import`), and speed experiments on this kernel must compare
+cache-loaded code. A last batch of at most NARROW rows runs on buffers NARROW wide, also
+allocated in :func:`_explain_trees` (a second inlined call); a short batch fills its lanes by
+repeating its last row.
 Routing is the view's rule (:func:`harness.forest.packed.goes_left`): a coded row goes left
 when x_j <= threshold, or when x_j is NaN and the node sends missing values left (computed
 branch-free across the lanes).
@@ -59,6 +67,9 @@ from harness.kernels.tree_groups import sum_by_groups, tree_groups
 
 #: Rows explained together (last axis of the per-row buffers): they share one tree walk.
 LANES = 16
+#: Lanes of a last batch with this many rows or fewer (a single row explained, the tail of
+#: 100 rows): half the work of a full batch.
+NARROW = LANES // 2
 #: Batches of rows per task: a task builds each tree's tables once for all its batches
 #: (about as much work as explaining 10 rows on Friedman #1), so a block this large pays them
 #: back within 1%.
@@ -242,16 +253,18 @@ def _tree_tables(left, right, feature, threshold, missing, cover, value, start, 
 
 
 @njit(cache=True, error_model="numpy", fastmath={"contract"}, inline="always")
-def _extend_path(i, d, m, is_left, prev_depth, factor, path, goes_left, on, kind):
+def _extend_path(i, d, m, is_left, prev_depth, factor, path, goes_left, on, on_mask, kind):
     """Extend every lane's G = ``path[d]`` by node i's edge, of kind 0, 1 or 2 (see
     :func:`_tree_tables`) depending on whether the lane's row left the edge's feature branch
-    earlier, leaves it here, or follows it; ``on[d]`` records whether it still follows it.
-    The lanes are the innermost axis, so every loop over them is one vector operation."""
+    earlier, leaves it here, or follows it; ``on[d]`` records whether it still follows it,
+    and ``on_mask[d]`` the same as 1.0 or 0.0. The lanes are the innermost axis, so every
+    loop over them is one vector operation."""
     lanes = path.shape[2]
     side, before = is_left[i], prev_depth[i]
     for r in range(lanes):
         kind[r] = on[before, r] * (1 + (goes_left[d - 1, r] == side))
         on[d, r] = kind[r] == 2
+        on_mask[d, r] = 1.0 if kind[r] == 2 else 0.0
     for k in range(m):
         f0, f1, f2 = factor[i, 0, k], factor[i, 1, k], factor[i, 2, k]
         for r in range(lanes):
@@ -262,7 +275,7 @@ def _extend_path(i, d, m, is_left, prev_depth, factor, path, goes_left, on, kind
 @njit(cache=True, error_model="numpy", fastmath={"contract"})
 def _batch_shap(xb, phi, m, depth, is_left, split_feature, split_threshold, split_missing,
                 edge_feature, prev_depth, factor, follow_share, exit_share, leaf_start,
-                leaf_class, leaf_value, edge_start, last_edge, path, goes_left, on,
+                leaf_class, leaf_value, edge_start, last_edge, path, goes_left, on, on_mask,
                 feature_at, node_at, kind, failed, share):
     """Add one tree's Shapley values of LANES rows (columns of ``xb``) into ``phi``.
 
@@ -283,7 +296,8 @@ def _batch_shap(xb, phi, m, depth, is_left, split_feature, split_threshold, spli
         if d > 0:
             feature_at[d] = edge_feature[i]
             node_at[d] = i
-            _extend_path(i, d, m, is_left, prev_depth, factor, path, goes_left, on, kind)
+            _extend_path(i, d, m, is_left, prev_depth, factor, path, goes_left, on, on_mask,
+                         kind)
         if edge_start[i + 1] == edge_start[i]:  # a split (or a leaf that pays nothing)
             j, cut, nan_left = split_feature[i], split_threshold[i], split_missing[i]
             for r in range(lanes):  # x <= cut, or NaN where missing values go left
@@ -305,13 +319,38 @@ def _batch_shap(xb, phi, m, depth, is_left, split_feature, split_threshold, spli
                 a = follow_share[node, k]
                 for r in range(lanes):
                     share[r] += a * path[d, k, r]
+            # share where the row follows j, else failed: a blend by a mask of 1.0 or 0.0
+            # (exact), which vectorises where a select between the two loads did not
             for r in range(lanes):
-                share[r] = share[r] if on[e, r] else failed[r]
+                mask = on_mask[e, r]
+                share[r] = share[r] * mask + failed[r] * (1.0 - mask)
             j = feature_at[e]
             for v in range(leaf_start[i], leaf_start[i + 1]):
                 cls, value = leaf_class[v], leaf_value[v]
                 for r in range(lanes):
                     phi[j, cls, r] += value * share[r]
+
+
+@njit(cache=True, error_model="numpy")
+def _load_rows(X32, first, rows, xb):
+    """Rows ``first, ..., first + rows - 1`` of ``X32`` into the columns of ``xb``; the
+    lanes beyond them repeat the last row."""
+    for r in range(xb.shape[1]):
+        row = first + min(r, rows - 1)
+        for j in range(xb.shape[0]):
+            xb[j, r] = X32[row, j]
+
+
+@njit(cache=True, error_model="numpy")
+def _add_rows(phi, used, first, rows, out):
+    """Add the first ``rows`` lanes of ``phi`` to rows ``first, ...`` of ``out``, and clear
+    ``phi`` for the next batch."""
+    for j in used:
+        for cls in range(phi.shape[1]):
+            for r in range(rows):
+                out[first + r, j, cls] += phi[j, cls, r]
+            for r in range(phi.shape[2]):
+                phi[j, cls, r] = 0.0
 
 
 @njit(cache=True, error_model="numpy")
@@ -322,21 +361,36 @@ def _explain_trees(left, right, feature, threshold, missing, cover, value, offse
     ``first_batch``, ..., ``last_batch - 1`` into ``out``, with buffers of their own.
 
     Each tree's tables are built once here and serve every batch of the range. ``phi``
-    collects a batch's shares of one tree before they join ``out``.
+    collects a batch's shares of one tree before they join ``out``. The per-lane buffers
+    come in two widths, LANES and NARROW, each allocated here (see the module docstring):
+    a last batch of at most NARROW rows runs on the narrow ones.
     """
     n, p, width = out.shape
     m_max = q_nodes.shape[1]
+    feature_at = np.zeros(max_depth + 1, dtype=np.int64)
+    node_at = np.zeros(max_depth + 1, dtype=np.int64)
     xb = np.empty((p, LANES))
     phi = np.zeros((p, width, LANES))
     path = np.empty((max_depth + 1, m_max, LANES))
     goes_left = np.zeros((max_depth + 1, LANES), dtype=np.int64)
     on = np.zeros((max_depth + 2, LANES), dtype=np.int64)
     on[max_depth + 1] = 1  # x follows every edge of a feature not yet split on
-    feature_at = np.zeros(max_depth + 1, dtype=np.int64)
-    node_at = np.zeros(max_depth + 1, dtype=np.int64)
+    on_mask = np.zeros((max_depth + 2, LANES))
+    on_mask[max_depth + 1] = 1.0
     kind = np.zeros(LANES, dtype=np.int64)
     failed = np.zeros(LANES)
     share = np.zeros(LANES)
+    narrow_xb = np.empty((p, NARROW))
+    narrow_phi = np.zeros((p, width, NARROW))
+    narrow_path = np.empty((max_depth + 1, m_max, NARROW))
+    narrow_goes_left = np.zeros((max_depth + 1, NARROW), dtype=np.int64)
+    narrow_on = np.zeros((max_depth + 2, NARROW), dtype=np.int64)
+    narrow_on[max_depth + 1] = 1
+    narrow_on_mask = np.zeros((max_depth + 2, NARROW))
+    narrow_on_mask[max_depth + 1] = 1.0
+    narrow_kind = np.zeros(NARROW, dtype=np.int64)
+    narrow_failed = np.zeros(NARROW)
+    narrow_share = np.zeros(NARROW)
     for t in range(first_tree, last_tree):
         (m, depth, is_left, split_feature, split_threshold, split_missing, edge_feature,
          prev_depth, factor, follow_share, exit_share, leaf_start, leaf_class, leaf_value,
@@ -344,21 +398,25 @@ def _explain_trees(left, right, feature, threshold, missing, cover, value, offse
             left, right, feature, threshold, missing, cover, value, offsets[t],
             offsets[t + 1], q_nodes, q_weights, max_depth + 1)
         for batch in range(first_batch, last_batch):
-            rows = min(LANES, n - batch * LANES)
-            for r in range(LANES):  # short batches repeat their last row
-                row = batch * LANES + min(r, rows - 1)
-                for j in range(p):
-                    xb[j, r] = X32[row, j]
-            _batch_shap(xb, phi, m, depth, is_left, split_feature, split_threshold,
-                        split_missing, edge_feature, prev_depth, factor, follow_share,
-                        exit_share, leaf_start, leaf_class, leaf_value, edge_start, last_edge,
-                        path, goes_left, on, feature_at, node_at, kind, failed, share)
-            for j in used:
-                for cls in range(width):
-                    for r in range(rows):
-                        out[batch * LANES + r, j, cls] += phi[j, cls, r]
-                    for r in range(LANES):
-                        phi[j, cls, r] = 0.0
+            first = batch * LANES
+            rows = min(LANES, n - first)
+            if rows > NARROW:
+                _load_rows(X32, first, rows, xb)
+                _batch_shap(xb, phi, m, depth, is_left, split_feature, split_threshold,
+                            split_missing, edge_feature, prev_depth, factor, follow_share,
+                            exit_share, leaf_start, leaf_class, leaf_value, edge_start,
+                            last_edge, path, goes_left, on, on_mask, feature_at, node_at,
+                            kind, failed, share)
+                _add_rows(phi, used, first, rows, out)
+            else:
+                _load_rows(X32, first, rows, narrow_xb)
+                _batch_shap(narrow_xb, narrow_phi, m, depth, is_left, split_feature,
+                            split_threshold, split_missing, edge_feature, prev_depth, factor,
+                            follow_share, exit_share, leaf_start, leaf_class, leaf_value,
+                            edge_start, last_edge, narrow_path, narrow_goes_left, narrow_on,
+                            narrow_on_mask, feature_at, node_at, narrow_kind, narrow_failed,
+                            narrow_share)
+                _add_rows(narrow_phi, used, first, rows, out)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
