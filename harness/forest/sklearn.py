@@ -237,7 +237,7 @@ class SklearnForestAdapter:
 
     @classmethod
     def trees_signature(cls, model) -> tuple:
-        return tuple(id(tree) for tree in fitted_trees(model))
+        return tuple(map(id, fitted_trees(model)))
 
     @classmethod
     def predict_output(cls, model, X: np.ndarray) -> np.ndarray:

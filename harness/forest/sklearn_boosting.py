@@ -194,7 +194,7 @@ class GradientBoostingAdapter:
 
     @classmethod
     def trees_signature(cls, model) -> tuple:
-        return tuple(id(tree) for tree in model.estimators_.ravel())
+        return tuple(map(id, model.estimators_.ravel()))
 
     @classmethod
     def predict_output(cls, model, X: np.ndarray) -> np.ndarray:

