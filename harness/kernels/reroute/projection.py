@@ -43,8 +43,8 @@ def node_hash(node):
 
 
 @njit(cache=True)
-def _dropped_level_keys(left, right, feature, threshold, missing, start, X32, row, u, j,
-                        hashes, frontier, keys, first):
+def _dropped_level_keys(left, right, kids, feature, threshold, missing, start, X32, row, u,
+                        j, hashes, frontier, keys, first):
     """Keys of ``row``'s descent from ``u`` with the splits on ``j`` dropped (Sobol-MDA).
 
     Writes the key of every level whose frontier is not empty into ``keys[first:]`` (level 0
@@ -53,9 +53,12 @@ def _dropped_level_keys(left, right, feature, threshold, missing, start, X32, ro
     2) holds the current level's nodes in one row and the next level's in the other. Neither
     array argument is rebound nor passed on: numba then counts no references on the caller's
     (shared) forest arrays at each call, which 2 threads did on the same cache lines. The
-    child taken is chosen without a branch (:func:`left_bit`): the frontier's nodes are
-    independent walks, whose loads the processor then overlaps instead of stopping at each
-    mispredicted direction (Sobol-MDA on Friedman #1: 1.23 s with branches, 0.93 s without).
+    child taken is chosen without a branch, ``kids[at, goes]`` (:func:`child_table`) with
+    ``goes`` from :func:`left_bit`: the frontier's nodes are independent walks, whose loads
+    the processor then overlaps instead of stopping at each mispredicted direction (Sobol-MDA
+    on Friedman #1: 1.23 s with branches, 0.93 s without). Written as a select,
+    ``right + goes * (left - right)``, the choice is LLVM's to make, and for an AMD EPYC
+    (znver4) it compiled a branch again: 1.22 s against 0.97 s with the table.
     """
     frontier[0, 0] = u
     size = 1
@@ -80,7 +83,7 @@ def _dropped_level_keys(left, right, feature, threshold, missing, start, X32, ro
             else:
                 goes = np.int64(left_bit(np.float64(X32[row, feature[at]]), threshold[at],
                                          missing[at]))
-                taken = right[at] + goes * (left[at] - right[at])
+                taken = np.int64(kids[at, goes])
                 frontier[then, n_next] = taken
                 n_next += 1
                 next_key += hashes[taken]
@@ -90,6 +93,12 @@ def _dropped_level_keys(left, right, feature, threshold, missing, start, X32, ro
         n_levels += 1
         now = then
         size = n_next
+
+
+def child_table(forest: PackedForest) -> np.ndarray:
+    """``(right, left)`` of every node, int32 (local ids), so that the child a row takes is
+    the load ``kids[node, goes_left]``, which no compiler turns into a branch."""
+    return np.stack((forest.right, forest.left), axis=1).astype(np.int32)
 
 
 @njit(cache=True)
@@ -148,7 +157,7 @@ def deepest_shared_slot(table_keys, table_stamp, generation, mask, keys, n_level
 
 
 @njit(cache=True)
-def _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth, X32,
+def _group_shift(left, right, kids, feature, threshold, missing, value, offsets, max_depth, X32,
                  counts, targets, first_tree, last_tree, first_feature, feature_step, shift):
     """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of
     :func:`projected_oob_shift` into ``shift``, for the features ``first_feature``,
@@ -206,7 +215,7 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
             total = 0
             for q in range(pairs):
                 k = in_order[in_bucket[j] + q]
-                in_levels[q] = _dropped_level_keys(left, right, feature, threshold, missing,
+                in_levels[q] = _dropped_level_keys(left, right, kids, feature, threshold, missing,
                                                    start, X32, rows_in[in_row[k]], in_node[k],
                                                    j, hashes, frontier, in_keys, total)
                 total += in_levels[q]
@@ -230,9 +239,9 @@ def _group_shift(left, right, feature, threshold, missing, value, offsets, max_d
             for k in out_order[out_bucket[j]:out_bucket[j + 1]]:
                 a = out_row[k]
                 row = rows_out[a]
-                n_levels = _dropped_level_keys(left, right, feature, threshold, missing, start,
-                                               X32, row, out_node[k], j, hashes, frontier, keys,
-                                               0)
+                n_levels = _dropped_level_keys(left, right, kids, feature, threshold, missing,
+                                               start, X32, row, out_node[k], j, hashes,
+                                               frontier, keys, 0)
                 chosen, _ = deepest_shared_slot(table_keys, table_stamp, generation, mask, keys,
                                                 n_levels)
                 leaf = start + out_leaf[a]
@@ -261,7 +270,7 @@ def work_split(n_trees: int, p: int, shift_bytes: int, forest_bytes: int) -> tup
 
 
 @njit(cache=True, nogil=True)
-def _projected_oob_tasks(left, right, feature, threshold, missing, value, offsets, max_depth,
+def _projected_oob_tasks(left, right, kids, feature, threshold, missing, value, offsets, max_depth,
                          X32, counts, targets, n_groups, by_feature, shift, others, first_group,
                          last_group):
     """Groups ``first_group, ..., last_group - 1`` of :func:`projected_oob_shift`: a group of
@@ -270,10 +279,10 @@ def _projected_oob_tasks(left, right, feature, threshold, missing, value, offset
     n_trees = offsets.size - 1
     for g in range(first_group, last_group):
         if by_feature:
-            _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth,
+            _group_shift(left, right, kids, feature, threshold, missing, value, offsets, max_depth,
                          X32, counts, targets, 0, n_trees, g, n_groups, shift)
         else:
-            _group_shift(left, right, feature, threshold, missing, value, offsets, max_depth,
+            _group_shift(left, right, kids, feature, threshold, missing, value, offsets, max_depth,
                          X32, counts, targets, g * n_trees // n_groups,
                          (g + 1) * n_trees // n_groups, 0, 1,
                          shift if g == 0 else others[g - 1])
@@ -307,7 +316,8 @@ def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarra
     # split by trees, the first group writes shift and the others their own arrays; split
     # by features, every group writes its part of shift
     sum_by_groups(_projected_oob_tasks, n_groups, shift, 1 if by_feature else n_groups,
-                  forest.left, forest.right, forest.feature, forest.threshold,
+                  forest.left, forest.right, child_table(forest), forest.feature,
+                  forest.threshold,
                   forest.missing_left, forest.value, forest.offsets, forest.max_depth, X32,
                   counts, targets, n_groups, by_feature)
     return shift
