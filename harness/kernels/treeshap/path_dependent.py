@@ -43,12 +43,12 @@ vectorised; LLVM then inlines it, when it optimises the module of the entry poin
 width is a constant there and the vector loops lose their run-time checks. That module is
 what numba's cache holds and what runs. A process that compiles the kernel itself instead
 links the call to the standalone compile of :func:`_explain_trees`, in which the batch is not
-inlined: the same bits at 2.1x the time (digits / ExtraTrees K = 1, 100 rows: 0.53 s against
-0.25 s). The harness compiles in worker processes and runs from the cache
-(:mod:`harness.run.first_import`), and speed experiments on this kernel must compare
-cache-loaded code. A last batch of at most NARROW rows runs on buffers NARROW wide, also
-allocated in :func:`_explain_trees` (a second inlined call); a short batch fills its lanes by
-repeating its last row.
+inlined: the same bits at 2-2.6x the time (100 rows, digits / ExtraTrees K = 1: 0.43 s
+against 0.17 s; Friedman #1 / RF 300: 0.50 s against 0.25 s). The harness compiles in worker
+processes and runs from the cache (:mod:`harness.run.first_import`), and speed experiments
+on this kernel must compare cache-loaded code. A last batch of at most NARROW rows runs on
+buffers NARROW wide, also allocated in :func:`_explain_trees` (a second inlined call); a
+short batch fills its lanes by repeating its last row.
 Routing is the view's rule (:func:`harness.forest.packed.goes_left`): a coded row goes left
 when x_j <= threshold, or when x_j is NaN and the node sends missing values left (computed
 branch-free across the lanes).
