@@ -39,16 +39,26 @@ def _stream_state(seed, stream, a, b):
 
 
 @njit(cache=True)
-def fill_keyed_permutation(seed, stream, a, b, out):
-    """Write the keyed permutation of ``range(out.size)`` into ``out`` (Fisher-Yates)."""
+def fill_keyed_permutation(seed, stream, a, b, out, picks):
+    """Write the keyed permutation of ``range(out.size)`` into ``out`` (Fisher-Yates), with
+    ``picks`` (int64, at least ``out.size`` entries) as scratch.
+
+    Step k (from n - 1 down to 1) swaps ``out[k]`` with ``out[pick]``, pick uniform in
+    0..k from SplitMix64's output at the state ``start + (n - k) * GOLDEN64``. That state
+    depends on k alone, so every pick is drawn first, in a loop whose steps are independent
+    (the processor overlaps them: 36 000 permutations of 368 rows took 23 ms with each pick
+    drawn beside its swap, 11 ms so), and the swaps follow in Fisher-Yates's order.
+    """
     n = out.size
+    start = _stream_state(seed, stream, a, b)
+    for k in range(n - 1, 0, -1):
+        state = start + np.uint64(n - k) * GOLDEN64
+        draw = np.float64(mix64(state) >> np.uint64(11)) * _TO_UNIT
+        picks[k] = int(draw * (k + 1))
     for k in range(n):
         out[k] = k
-    state = _stream_state(seed, stream, a, b)
     for k in range(n - 1, 0, -1):
-        state = state + GOLDEN64
-        draw = np.float64(mix64(state) >> np.uint64(11)) * _TO_UNIT
-        pick = int(draw * (k + 1))
+        pick = picks[k]
         out[k], out[pick] = out[pick], out[k]
 
 
@@ -67,7 +77,7 @@ def keyed_permutation(seed: int, stream: int, a: int, b: int, n: int) -> np.ndar
         Length of the permutation.
     """
     out = np.empty(n, dtype=np.int64)
-    fill_keyed_permutation(seed, stream, a, b, out)
+    fill_keyed_permutation(seed, stream, a, b, out, np.empty(n, dtype=np.int64))
     return out
 
 

@@ -107,9 +107,11 @@ def _keyed_permutations(seed, first_repeat, n_repeats, p, n):
     """The permutation of column j in repeat r, keyed (seed, STREAM_HELD_OUT, r, j), for the
     repeats ``first_repeat``, ..., ``first_repeat + n_repeats - 1``: (n_repeats, p, n)."""
     perms = np.empty((n_repeats, p, n), dtype=np.int32)
+    picks = np.empty(n, dtype=np.int64)
     for r in range(n_repeats):
         for j in range(p):
-            fill_keyed_permutation(seed, STREAM_HELD_OUT, first_repeat + r, j, perms[r, j])
+            fill_keyed_permutation(seed, STREAM_HELD_OUT, first_repeat + r, j, perms[r, j],
+                                   picks)
     return perms
 
 
