@@ -97,7 +97,8 @@ def _dropped_level_keys(left, right, kids, feature, threshold, missing, start, X
 
 def child_table(forest: PackedForest) -> np.ndarray:
     """``(right, left)`` of every node, int32 (local ids), so that the child a row takes is
-    the load ``kids[node, goes_left]``, which no compiler turns into a branch."""
+    the load ``kids[node, goes_left]``: an address computed from the direction, where a
+    choice between two values is the compiler's to make a branch."""
     return np.stack((forest.right, forest.left), axis=1).astype(np.int32)
 
 
