@@ -121,11 +121,11 @@ def test_threads_do_not_change_results():
 
 @pytest.mark.parametrize("case", ["multiclass_et_deep", "regressor_rf_repeats"])
 def test_a_rows_values_do_not_depend_on_its_batch(case):
-    """Rows go by batches of LANES and a last batch of at most NARROW rows runs on narrow
-    buffers: lanes never mix, so a row's values are the same bits whichever batch (and
-    width) it lands in. 37 rows end in a narrow batch of 5, 45 in a full-width one of 13;
-    rows 32-36 fall in both tails and, alone, in one narrow batch of 5."""
-    assert 32 == 2 * LANES and 37 % LANES <= NARROW < 45 % LANES
+    """Rows go by batches of LANES, and at most NARROW rows by one batch of NARROW lanes:
+    lanes never mix, so a row's values are the same bits whichever batch (and width) it
+    lands in. Rows 32-36 fall in a full-width tail batch of 5 rows out of 37 and of 13 out of
+    45, and, alone, in one narrow batch."""
+    assert 32 == 2 * LANES and 37 - 32 <= NARROW < 45 - 32
     model, X = _fit(case)
     forest = forest_view(model).packed
     short, _ = path_dependent_shap(forest, X[:37], threads=1)

@@ -46,9 +46,9 @@ links the call to the standalone compile of :func:`_explain_trees`, in which the
 inlined: the same bits at 2-2.6x the time (100 rows, digits / ExtraTrees K = 1: 0.43 s
 against 0.17 s; Friedman #1 / RF 300: 0.50 s against 0.25 s). The harness compiles in worker
 processes and runs from the cache (:mod:`harness.run.first_import`), and speed experiments
-on this kernel must compare cache-loaded code. A last batch of at most NARROW rows runs on
-buffers NARROW wide, also allocated in :func:`_explain_trees` (a second inlined call); a
-short batch fills its lanes by repeating its last row.
+on this kernel must compare cache-loaded code. A task of at most NARROW rows (a row or a
+few explained) runs on buffers NARROW wide, also allocated in :func:`_explain_trees` (a
+second inlined call); a short batch fills its lanes by repeating its last row.
 Routing is the view's rule (:func:`harness.forest.packed.goes_left`): a coded row goes left
 when x_j <= threshold, or when x_j is NaN and the node sends missing values left (computed
 branch-free across the lanes).
@@ -68,8 +68,8 @@ from harness.kernels.tree_groups import sum_by_groups, tree_groups
 
 #: Rows explained together (last axis of the per-row buffers): they share one tree walk.
 LANES = 16
-#: Lanes of a last batch with this many rows or fewer (a single row explained, the tail of
-#: 100 rows): half the work of a full batch.
+#: Lanes of a task with this many rows or fewer (a single row explained): half the work of
+#: a full batch.
 NARROW = LANES // 2
 #: Batches of rows per task: a task builds each tree's tables once for all its batches
 #: (about as much work as explaining 10 rows on Friedman #1), so a block this large pays them
@@ -375,35 +375,41 @@ def _explain_trees(left, right, feature, threshold, missing, cover, value, offse
 
     Each tree's tables are built once here and serve every batch of the range. ``phi``
     collects a batch's shares of one tree before they join ``out``. The per-lane buffers
-    come in two widths, LANES and NARROW, each allocated here (see the module docstring):
-    a last batch of at most NARROW rows runs on the narrow ones.
+    are LANES wide, or NARROW wide when the range holds at most NARROW rows (a row or a few
+    explained); both sets are allocated here (see the module docstring), the unused one
+    with no rows, so a task holds one width's buffers only.
     """
     n, p, width = out.shape
     m_max = q_nodes.shape[1]
+    first_row, stop_row = first_batch * LANES, min(n, last_batch * LANES)
+    narrow = stop_row - first_row <= NARROW
+    wide = 0 if narrow else 1  # leading sizes of the unused set are 0
     feature_at = np.zeros(max_depth + 1, dtype=np.int64)
     node_at = np.zeros(max_depth + 1, dtype=np.int64)
-    xb = np.empty((p, LANES))
-    phi = np.zeros((p, width, LANES))
-    path = np.empty((max_depth + 1, m_max, LANES))
-    goes_left = np.zeros((max_depth + 1, LANES), dtype=np.int64)
-    on = np.zeros((max_depth + 2, LANES), dtype=np.int64)
-    on[max_depth + 1] = 1  # x follows every edge of a feature not yet split on
-    on_mask = np.zeros((max_depth + 2, LANES))
-    on_mask[max_depth + 1] = 1.0
-    kind = np.zeros(LANES, dtype=np.int64)
-    failed = np.zeros(LANES)
-    share = np.zeros(LANES)
-    narrow_xb = np.empty((p, NARROW))
-    narrow_phi = np.zeros((p, width, NARROW))
-    narrow_path = np.empty((max_depth + 1, m_max, NARROW))
-    narrow_goes_left = np.zeros((max_depth + 1, NARROW), dtype=np.int64)
-    narrow_on = np.zeros((max_depth + 2, NARROW), dtype=np.int64)
-    narrow_on[max_depth + 1] = 1
-    narrow_on_mask = np.zeros((max_depth + 2, NARROW))
-    narrow_on_mask[max_depth + 1] = 1.0
-    narrow_kind = np.zeros(NARROW, dtype=np.int64)
-    narrow_failed = np.zeros(NARROW)
-    narrow_share = np.zeros(NARROW)
+    xb = np.empty((p * wide, LANES))
+    phi = np.zeros((p * wide, width, LANES))
+    path = np.empty(((max_depth + 1) * wide, m_max, LANES))
+    goes_left = np.zeros(((max_depth + 1) * wide, LANES), dtype=np.int64)
+    on = np.zeros(((max_depth + 2) * wide, LANES), dtype=np.int64)
+    on_mask = np.zeros(((max_depth + 2) * wide, LANES))
+    kind = np.zeros(LANES * wide, dtype=np.int64)
+    failed = np.zeros(LANES * wide)
+    share = np.zeros(LANES * wide)
+    narrow_xb = np.empty((p * (1 - wide), NARROW))
+    narrow_phi = np.zeros((p * (1 - wide), width, NARROW))
+    narrow_path = np.empty(((max_depth + 1) * (1 - wide), m_max, NARROW))
+    narrow_goes_left = np.zeros(((max_depth + 1) * (1 - wide), NARROW), dtype=np.int64)
+    narrow_on = np.zeros(((max_depth + 2) * (1 - wide), NARROW), dtype=np.int64)
+    narrow_on_mask = np.zeros(((max_depth + 2) * (1 - wide), NARROW))
+    narrow_kind = np.zeros(NARROW * (1 - wide), dtype=np.int64)
+    narrow_failed = np.zeros(NARROW * (1 - wide))
+    narrow_share = np.zeros(NARROW * (1 - wide))
+    if narrow:  # x follows every edge of a feature not yet split on
+        narrow_on[max_depth + 1] = 1
+        narrow_on_mask[max_depth + 1] = 1.0
+    else:
+        on[max_depth + 1] = 1
+        on_mask[max_depth + 1] = 1.0
     for t in range(first_tree, last_tree):
         (m, depth, is_left, split_feature, split_threshold, split_missing, edge_feature,
          prev_depth, factor, follow_share, exit_share, leaf_start, leaf_class, leaf_value,
@@ -413,15 +419,7 @@ def _explain_trees(left, right, feature, threshold, missing, cover, value, offse
         for batch in range(first_batch, last_batch):
             first = batch * LANES
             rows = min(LANES, n - first)
-            if rows > NARROW:
-                _load_rows(X32, first, rows, xb)
-                _batch_shap(xb, phi, m, depth, is_left, split_feature, split_threshold,
-                            split_missing, edge_feature, prev_depth, factor, follow_share,
-                            exit_share, leaf_start, leaf_class, leaf_value, edge_start,
-                            last_edge, path, goes_left, on, on_mask, feature_at, node_at,
-                            kind, failed, share)
-                _add_rows(phi, used, first, rows, out)
-            else:
+            if narrow:
                 _load_rows(X32, first, rows, narrow_xb)
                 _batch_shap(narrow_xb, narrow_phi, m, depth, is_left, split_feature,
                             split_threshold, split_missing, edge_feature, prev_depth, factor,
@@ -430,6 +428,14 @@ def _explain_trees(left, right, feature, threshold, missing, cover, value, offse
                             narrow_on_mask, feature_at, node_at, narrow_kind, narrow_failed,
                             narrow_share)
                 _add_rows(narrow_phi, used, first, rows, out)
+            else:
+                _load_rows(X32, first, rows, xb)
+                _batch_shap(xb, phi, m, depth, is_left, split_feature, split_threshold,
+                            split_missing, edge_feature, prev_depth, factor, follow_share,
+                            exit_share, leaf_start, leaf_class, leaf_value, edge_start,
+                            last_edge, path, goes_left, on, on_mask, feature_at, node_at,
+                            kind, failed, share)
+                _add_rows(phi, used, first, rows, out)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
