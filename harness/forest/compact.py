@@ -53,7 +53,7 @@ def compact_forest(packed: PackedForest) -> PathForest:
     rows, classes = np.nonzero(leaf_values)
     return PathForest(
         packed=packed,
-        kids=np.stack([packed.right, packed.left], axis=1).astype(np.int32),
+        kids=packed.kids,
         feature=np.where(inner, packed.feature, -1).astype(np.int32),
         threshold=_round_down_float32(packed.threshold),
         value_by_class=np.ascontiguousarray(packed.value.T),

@@ -12,6 +12,7 @@ for every compiled kernel: the NaN test is one compare on the value already load
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +57,15 @@ class PackedForest:
     @property
     def n_trees(self) -> int:
         return int(self.offsets.size - 1)
+
+    @functools.cached_property
+    def kids(self) -> np.ndarray:
+        """``(right, left)`` of every node, int32 local ids, built once per forest: the child
+        a row takes is the load ``kids[node, goes_left]``, an address computed from the
+        direction, where a choice between ``left`` and ``right`` is the compiler's to make
+        a branch (it did for Sobol-MDA's descent on an AMD EPYC, znver4: 1.22 s against
+        0.97 s on Friedman #1 / RF 300). Not counted in :attr:`nbytes`."""
+        return np.stack((self.right, self.left), axis=1).astype(np.int32)
 
     @property
     def n_values(self) -> int:

@@ -53,12 +53,11 @@ def _dropped_level_keys(left, right, kids, feature, threshold, missing, start, X
     2) holds the current level's nodes in one row and the next level's in the other. Neither
     array argument is rebound nor passed on: numba then counts no references on the caller's
     (shared) forest arrays at each call, which 2 threads did on the same cache lines. The
-    child taken is chosen without a branch, ``kids[at, goes]`` (:func:`child_table`) with
+    child taken is chosen without a branch, ``kids[at, goes]`` (``PackedForest.kids``) with
     ``goes`` from :func:`left_bit`: the frontier's nodes are independent walks, whose loads
     the processor then overlaps instead of stopping at each mispredicted direction (Sobol-MDA
-    on Friedman #1: 1.23 s with branches, 0.93 s without). Written as a select,
-    ``right + goes * (left - right)``, the choice is LLVM's to make, and for an AMD EPYC
-    (znver4) it compiled a branch again: 1.22 s against 0.97 s with the table.
+    on Friedman #1: 1.23 s with branches, 0.93 s without; written as a select,
+    ``right + goes * (left - right)``, it compiled to a branch again for an AMD EPYC).
     """
     frontier[0, 0] = u
     size = 1
@@ -93,13 +92,6 @@ def _dropped_level_keys(left, right, kids, feature, threshold, missing, start, X
         n_levels += 1
         now = then
         size = n_next
-
-
-def child_table(forest: PackedForest) -> np.ndarray:
-    """``(right, left)`` of every node, int32 (local ids), so that the child a row takes is
-    the load ``kids[node, goes_left]``: an address computed from the direction, where a
-    choice between two values is the compiler's to make a branch."""
-    return np.stack((forest.right, forest.left), axis=1).astype(np.int32)
 
 
 @njit(cache=True)
@@ -317,7 +309,7 @@ def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarra
     # split by trees, the first group writes shift and the others their own arrays; split
     # by features, every group writes its part of shift
     sum_by_groups(_projected_oob_tasks, n_groups, shift, 1 if by_feature else n_groups,
-                  forest.left, forest.right, child_table(forest), forest.feature,
+                  forest.left, forest.right, forest.kids, forest.feature,
                   forest.threshold,
                   forest.missing_left, forest.value, forest.offsets, forest.max_depth, X32,
                   counts, targets, n_groups, by_feature)
