@@ -132,8 +132,14 @@ def cache_is_warm(method_classes: Iterable[type]) -> bool:
     (:func:`_entry_dispatchers`; the shared helpers of ``harness.forest`` are compiled with
     them) has an entry in numba's cache index for its current source (numba's own test: the
     index records a SHA-256 of the source file, and the index of another source is
-    discarded, numba 0.68 ``_hash_source_file``)."""
+    discarded, numba 0.68 ``_hash_source_file``), and no kernel the methods reach holds code
+    of other sources than today's: numba does not see an edited callee in another file
+    (:mod:`harness.run.kernel_sources`)."""
+    from harness.run.kernel_sources import is_stale
+
     for method_class in method_classes:
+        if any(is_stale(dispatcher) for dispatcher in _dispatchers(method_class)):
+            return False
         for dispatcher in _entry_dispatchers(method_class):
             cache = getattr(dispatcher, "_cache", None)
             cache_file = getattr(cache, "_cache_file", None)
@@ -263,14 +269,20 @@ def compile_in_processes(method_classes: Iterable[type], processes: int | None =
 
 
 def _serve_stdin() -> None:
-    """Worker: read one ``module:qualname`` per line, run that class's ``prepare()``, answer
-    one JSON line (``seconds`` or ``error``)."""
+    """Worker: read one ``module:qualname`` per line, run that class's ``prepare()`` (after
+    forgetting the cached kernels of other sources, and recording the sources of those it
+    compiled: :mod:`harness.run.kernel_sources`), answer one JSON line (``seconds`` or
+    ``error``)."""
     from harness.core.registry import import_object
+    from harness.run.kernel_sources import forget_stale, record_sources
 
     for line in sys.stdin:
         start, cpu = time.perf_counter(), time.process_time()
         try:
-            import_object(line.strip()).prepare()
+            method_class = import_object(line.strip())
+            forget_stale(_dispatchers(method_class))
+            method_class.prepare()
+            record_sources(_dispatchers(method_class))
             answer = {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}
         except Exception as exc:  # the parent's own prepare() reports it again, in context
             answer = {"error": f"{type(exc).__name__}: {exc}"}
