@@ -18,7 +18,12 @@ from harness.core.outputs import (
 from harness.core.params import Interval, Options, Param
 from harness.core.types import Importances
 from harness.forest.view import forest_view, predict_output
-from harness.kernels.treeshap.interventional import compile_kernel, interventional_shap
+from harness.kernels.treeshap.interventional import (
+    CodedBackground,
+    code_background,
+    compile_kernel,
+    interventional_shap,
+)
 from harness.kernels.treeshap.path_dependent import compile_kernel as compile_path_dependent_kernel
 from harness.kernels.treeshap.path_dependent import path_dependent_shap
 
@@ -26,12 +31,13 @@ from harness.kernels.treeshap.path_dependent import path_dependent_shap
 @dataclass
 class _Context:
     """What every block of rows shares (:meth:`TreeSHAP._rows_context`): shap's explainer,
-    the expected output, the interventional background rows raw and coded by the view."""
+    the expected output, the interventional background rows raw and made ready for the
+    forest (coded by the view, routed at every node)."""
 
     explainer: Any = None
     expected: np.ndarray | None = None
     background: np.ndarray | None = None
-    coded_background: np.ndarray | None = None
+    coded_background: CodedBackground | None = None
 
 
 class TreeSHAP(Method):
@@ -133,8 +139,8 @@ class TreeSHAP(Method):
                                                feature_perturbation="interventional")
                 expected = np.atleast_1d(np.mean(predict_output(model, background), axis=0))
                 return _Context(explainer, expected, background)
-            return _Context(None, view.output(background).mean(axis=0), background,
-                            view.rows(background))
+            coded = code_background(view.paths, view.rows(background))
+            return _Context(None, coded.mean_output, background, coded)
         if shap_backend:
             import shap
 

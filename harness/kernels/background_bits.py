@@ -90,3 +90,51 @@ def word_rows(n_background, word):
     """Bit set of the background rows held by ``word`` (64 of them, fewer in the last)."""
     n_rows = min(64, n_background - 64 * word)
     return ALL_ROWS if n_rows == 64 else (np.uint64(1) << np.uint64(n_rows)) - np.uint64(1)
+
+
+@njit(cache=True, nogil=True)
+def _reached_sums_tasks(left, right, value, offsets, directions, n_background, stack_size,
+                        sums, first, last):
+    """Tasks ``first, ..., last - 1`` of :func:`background_mean_output`: task t adds tree
+    t's output of every background row into ``sums[t]``, by a depth-first descent whose
+    stack holds each pending node with the background rows that reach it."""
+    stack_node = np.empty(stack_size, dtype=np.int64)
+    stack_reach = np.empty(stack_size, dtype=np.uint64)
+    for t in range(first, last):
+        start = offsets[t]
+        for word in range(directions.shape[1]):
+            stack_node[0], stack_reach[0] = 0, word_rows(n_background, word)
+            top = 1
+            while top:
+                top -= 1
+                node, reach = stack_node[top], stack_reach[top]
+                at = start + node
+                if left[at] == -1:
+                    count = np.float64(popcount(reach))
+                    for c in range(value.shape[1]):
+                        sums[t, c] += count * value[at, c]
+                    continue
+                goes = directions[at, word]
+                for child, held in ((right[at], reach & ~goes), (left[at], reach & goes)):
+                    if held:
+                        stack_node[top], stack_reach[top] = child, held
+                        top += 1
+
+
+def background_mean_output(left, right, value, offsets, directions,
+                           n_background) -> np.ndarray:
+    """Mean over the trees and the background rows of the tree outputs, (n_values,): the
+    base value of interventional explanations, E_z f(z), from the bits of
+    :func:`background_directions` (each tree is descended once by all its background rows
+    at once, a branch entered only by the rows that go there, so no row walk repeats the
+    predict). Trees are tasks; their sums are added in tree order, the same bits on any
+    number of threads."""
+    n_trees = offsets.size - 1
+    sums = np.zeros((n_trees, value.shape[1]))
+    stack_size = int(np.diff(offsets).max())  # a tree's nodes: more than its stack holds
+    run_tasks(_reached_sums_tasks, n_trees, left, right, value, offsets, directions,
+              n_background, stack_size, sums)
+    total = np.zeros(value.shape[1])
+    for t in range(n_trees):
+        total += sums[t]
+    return total / (n_trees * n_background)

@@ -70,3 +70,27 @@ def test_directions_are_the_models_routing_on_any_split_of_the_work(monkeypatch,
             forest.offsets, view.rows(Z)))
         assert got.shape == expected.shape
         assert np.array_equal(got, expected), (tasks, threads)
+
+
+@pytest.mark.parametrize("n_background", [1, 30, 130])
+def test_background_mean_output_is_the_models_mean_prediction(n_background):
+    """E_z f(z) from the bits equals the mean of scikit-learn's own predict_proba over the
+    background rows (one row, one partial word, three words), on 1 and 2 threads: a leaf
+    counted for rows that do not reach it, or a word's rows mixed up, moves it."""
+    from sklearn.datasets import load_iris
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = load_iris(return_X_y=True)
+    X = np.vstack([X, X])[:n_background] + 0.01 * (np.arange(n_background) % 7)[:, None]
+    X_fit, y_fit = load_iris(return_X_y=True)
+    model = RandomForestClassifier(n_estimators=7, max_depth=5, random_state=0)
+    view = forest_view(model.fit(X_fit, y_fit))
+    forest = view.packed
+    Z = view.rows(X)
+    directions = background_directions(forest.left, forest.feature, forest.threshold,
+                                       forest.missing_left, forest.offsets, Z)
+    expected = model.predict_proba(X).mean(axis=0)
+    for threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+        got = on_threads(threads, lambda: background_bits.background_mean_output(
+            forest.left, forest.right, forest.value, forest.offsets, directions, len(X)))
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)

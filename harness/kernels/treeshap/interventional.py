@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -44,6 +45,7 @@ from harness.forest.packed import PackedForest, as_float32_rows, left_bit
 from harness.kernels.background_bits import (
     ALL_ROWS,
     background_directions,
+    background_mean_output,
     feature_columns,
     word_rows,
 )
@@ -60,6 +62,14 @@ def shapley_weights(size: int) -> np.ndarray:
     b = np.arange(size)[None, :]
     return np.exp([[math.lgamma(i + 1) + math.lgamma(j + 1) - math.lgamma(i + j + 2)
                     for j in range(size)] for i in range(size)]) * (a + b < size)
+
+
+@functools.cache
+def _shapley_weights(size: int) -> np.ndarray:
+    """:func:`shapley_weights`, once per size (read-only: every explain shares it)."""
+    weights = shapley_weights(size)
+    weights.flags.writeable = False
+    return weights
 
 
 @njit(cache=True)
@@ -268,8 +278,32 @@ def _interventional_sums(compact: PathForest, X32, n_background, directions, wei
     return out
 
 
+@dataclass(frozen=True)
+class CodedBackground:
+    """Background rows made ready for one forest, once for every block of rows explained:
+    the rows (float32, coded by the view), which of them go left at each node
+    (:func:`harness.kernels.background_bits.background_directions`) and the base value
+    E_z f(z) (:func:`harness.kernels.background_bits.background_mean_output`), shape
+    (n_values,)."""
+
+    rows: np.ndarray
+    directions: np.ndarray
+    mean_output: np.ndarray
+
+
+def code_background(compact: PathForest, background: np.ndarray) -> CodedBackground:
+    """:class:`CodedBackground` of ``background`` (rows coded by the view) for ``compact``."""
+    forest = compact.packed
+    Z32 = as_float32_rows(background)
+    directions = background_directions(forest.left, forest.feature, forest.threshold,
+                                       forest.missing_left, forest.offsets, Z32)
+    mean_output = background_mean_output(forest.left, forest.right, forest.value,
+                                         forest.offsets, directions, Z32.shape[0])
+    return CodedBackground(Z32, directions, mean_output)
+
+
 def interventional_shap(compact: PathForest, X: np.ndarray,
-                        background: np.ndarray) -> np.ndarray:
+                        background: np.ndarray | CodedBackground) -> np.ndarray:
     """Interventional Shapley values of a forest, shape (n, p, n_values).
 
     Parameters
@@ -278,20 +312,21 @@ def interventional_shap(compact: PathForest, X: np.ndarray,
         A forest view's ``paths`` field (its ``packed`` form included).
     X : ndarray of shape (n, p)
         Rows to explain, coded by the view (:meth:`harness.forest.view.ForestView.rows`).
-    background : ndarray of shape (m, p)
+    background : ndarray of shape (m, p), or CodedBackground
         Rows over which absent features are integrated (the marginal distribution), coded
-        likewise.
+        likewise, or those rows made ready by :func:`code_background` (once for every block
+        of rows of one explain).
     """
     forest = compact.packed
     X32 = as_float32_rows(X)
-    Z32 = as_float32_rows(background)
-    directions = background_directions(forest.left, forest.feature, forest.threshold,
-                                       forest.missing_left, forest.offsets, Z32)
-    weights = shapley_weights(min(X32.shape[1], forest.max_depth) + 1)
+    if not isinstance(background, CodedBackground):
+        background = code_background(compact, background)
+    n_background = background.rows.shape[0]
+    weights = _shapley_weights(min(X32.shape[1], forest.max_depth) + 1)
     out_bytes = X32.shape[0] * X32.shape[1] * forest.value.shape[1] * 8
-    out = _interventional_sums(compact, X32, Z32.shape[0], directions, weights,
+    out = _interventional_sums(compact, X32, n_background, background.directions, weights,
                                tree_groups(forest.n_trees, out_bytes))
-    out /= forest.n_trees * Z32.shape[0]
+    out /= forest.n_trees * n_background
     return out
 
 
