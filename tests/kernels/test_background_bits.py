@@ -45,8 +45,8 @@ def _directions_of_the_trees(model, Z: np.ndarray) -> np.ndarray:
 def test_directions_are_the_models_routing_on_any_split_of_the_work(monkeypatch, tasks):
     """130 background rows (three words, the last one partial), NaNs among them where this
     scikit-learn routes them (a forest fitted with missing values; the harness refuses NaN
-    rows before 1.8, so there the rows are complete); 1, 7 and 16 node ranges, on 1 and 2
-    threads."""
+    rows before 1.8, so there the rows are complete); 1, 7 and 16 tree ranges (at most one
+    per tree, so 6), on 1 and 2 threads."""
     X, y = make_friedman1(n_samples=400, n_features=5, random_state=0)
     with_nan = X.copy()
     with_nan[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
@@ -87,10 +87,12 @@ def test_background_mean_output_is_the_models_mean_prediction(n_background):
     view = forest_view(model.fit(X_fit, y_fit))
     forest = view.packed
     Z = view.rows(X)
-    directions = background_directions(forest.left, forest.feature, forest.threshold,
-                                       forest.missing_left, forest.offsets, Z)
     expected = model.predict_proba(X).mean(axis=0)
     for threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
-        got = on_threads(threads, lambda: background_bits.background_mean_output(
-            forest.left, forest.right, forest.value, forest.offsets, directions, len(X)))
+        directions, got = on_threads(threads, lambda: background_bits.background_routing(
+            forest.left, forest.right, forest.feature, forest.threshold, forest.missing_left,
+            forest.value, forest.offsets, Z))
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+        assert np.array_equal(directions, background_directions(
+            forest.left, forest.feature, forest.threshold, forest.missing_left,
+            forest.offsets, Z))

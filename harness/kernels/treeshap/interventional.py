@@ -44,8 +44,7 @@ from harness.forest.compact import PathForest, compact_forest
 from harness.forest.packed import PackedForest, as_float32_rows, left_bit
 from harness.kernels.background_bits import (
     ALL_ROWS,
-    background_directions,
-    background_mean_output,
+    background_routing,
     feature_columns,
     word_rows,
 )
@@ -282,9 +281,8 @@ def _interventional_sums(compact: PathForest, X32, n_background, directions, wei
 class CodedBackground:
     """Background rows made ready for one forest, once for every block of rows explained:
     the rows (float32, coded by the view), which of them go left at each node
-    (:func:`harness.kernels.background_bits.background_directions`) and the base value
-    E_z f(z) (:func:`harness.kernels.background_bits.background_mean_output`), shape
-    (n_values,)."""
+    and the base value E_z f(z), shape (n_values,), both from
+    :func:`harness.kernels.background_bits.background_routing`."""
 
     rows: np.ndarray
     directions: np.ndarray
@@ -295,10 +293,9 @@ def code_background(compact: PathForest, background: np.ndarray) -> CodedBackgro
     """:class:`CodedBackground` of ``background`` (rows coded by the view) for ``compact``."""
     forest = compact.packed
     Z32 = as_float32_rows(background)
-    directions = background_directions(forest.left, forest.feature, forest.threshold,
-                                       forest.missing_left, forest.offsets, Z32)
-    mean_output = background_mean_output(forest.left, forest.right, forest.value,
-                                         forest.offsets, directions, Z32.shape[0])
+    directions, mean_output = background_routing(
+        forest.left, forest.right, forest.feature, forest.threshold, forest.missing_left,
+        forest.value, forest.offsets, Z32)
     return CodedBackground(Z32, directions, mean_output)
 
 
