@@ -40,6 +40,10 @@ class LocalMDI(Method):
         super().prepare()
         compile_kernels()
 
+    def block_row_values(self, model, n_features: int) -> int:
+        """A value per feature, whatever the model's outputs (one impurity per node)."""
+        return n_features
+
     def _explain_rows(self, model, data: ExplainData, context: None) -> Importances:
         view = forest_view(model)
         return Importances(

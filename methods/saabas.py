@@ -52,6 +52,16 @@ class Saabas(Method):
         super().prepare()
         compile_kernels()
 
+    def block_row_values(self, model, n_features: int) -> int:
+        """A classifier's one class (the predicted one, or an index): a value per feature
+        and the row's prediction of every class (from which the predicted one is chosen);
+        otherwise a value per feature and output (the default)."""
+        view = forest_view(model)
+        if (not view.classifier or view.multi_output
+                or self.params["output"] == "all_classes"):
+            return super().block_row_values(model, n_features)
+        return n_features + view.n_values
+
     def skip(self, model, data: ExplainData) -> str | None:
         return super().skip(model, data) or check_output(self.params["output"],
                                                                forest_view(model))

@@ -158,7 +158,8 @@ def measure(spec: str, model: Any, X: np.ndarray, threads: int | None = 1) -> di
         "rss_peak_mb": rss_peak / MB, "rss_above_start_mb": (rss_peak - rss_start) / MB,
         "traced_peak_mb": traced / MB, "extra_traced_mb": (traced - output) / MB,
         "extra_rss_mb": (rss_peak - rss_start - output) / MB,
-        "block_rows": row_block(model, X.shape[1]) if method.rows_independent else None,
+        "block_rows": (row_block(model, X.shape[1], method) if method.rows_independent
+                       else None),
         "threads": threads,
     }
 

@@ -235,7 +235,8 @@ def _time_explain(method: Method, point: Point, repeat: int,
     reason = missing_capability(method, point.model) or method.skip(point.model, data)
     if reason:
         raise _Skipped(reason)
-    block_rows = row_block(point.model, X.shape[1]) if method.rows_independent else None
+    block_rows = (row_block(point.model, X.shape[1], method) if method.rows_independent
+                  else None)
     best, best_cpu, runs = math.inf, math.inf, 0
     for _ in range(repeat):
         cpu = time.process_time()

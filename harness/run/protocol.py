@@ -78,17 +78,19 @@ def run_protocol(method: Method, model: Any, request: ExplainRequest, seed: int 
     prepare_from_cache(type(method))
     data.progress = progress
     if method.rows_independent and block_rows is None:
-        block_rows = row_block(model, data.X.shape[1])
+        block_rows = row_block(model, data.X.shape[1], method)
     return method.explain(model, data, np.random.default_rng(seed),
                           block_rows=block_rows if method.rows_independent else None)
 
 
-def row_block(model: Any, n_features: int) -> int:
-    """Rows per block such that a block's float64 values, rows x ``n_features`` x the
-    model's outputs (its classes, for a classifier), take about ``ROW_BLOCK_BYTES``; a
-    multiple of 64 rows (whole batches of every kernel) when that leaves at least 64."""
-    view = forest_view(model)
-    rows = max(1, ROW_BLOCK_BYTES // (8 * n_features * view.n_values))
+def row_block(model: Any, n_features: int, method: Method | None = None) -> int:
+    """Rows per block such that a block's float64 values take about ``ROW_BLOCK_BYTES``: per
+    row, ``method.block_row_values`` (default, and without a method: ``n_features`` x the
+    model's outputs, its classes for a classifier); a multiple of 64 rows (whole batches of
+    every kernel) when that leaves at least 64."""
+    values = (method.block_row_values(model, n_features) if method is not None
+              else n_features * forest_view(model).n_values)
+    rows = max(1, ROW_BLOCK_BYTES // (8 * values))
     return rows - rows % 64 if rows >= 64 else rows
 
 

@@ -203,7 +203,7 @@ def test_bench_times_row_independent_methods_in_the_protocols_row_blocks(monkeyp
         return explain(self, model, data, rng, block_rows=block_rows)
 
     monkeypatch.setattr(Method, "explain", recording)
-    monkeypatch.setattr(scaling, "row_block", lambda model, n_features: 7)
+    monkeypatch.setattr(scaling, "row_block", lambda model, n_features, method: 7)
     scaling.run_scaling(["mdi", "local_mdi"], axes=("trees",), sizes={"trees": (10,)},
                         repeat=1, jobs=1)
     assert seen == {"mdi": [None], "local_mdi": [7]}

@@ -115,6 +115,31 @@ def test_default_block_is_a_fixed_number_of_bytes():
     assert row_block(regressor, 10**6) == 1
 
 
+def test_a_method_sizes_its_blocks_by_the_values_a_row_keeps():
+    """8 MiB of float64 per block, counted per row as the method keeps them: local MDI a
+    value per feature, Saabas of one class a value per feature and the row's prediction of
+    every class, Saabas of all classes and TreeSHAP (which computes every class) a value per
+    feature and class; each a multiple of 64 rows."""
+    classifier, _ = _problem("classification")  # 3 classes
+    p, block_bytes = 20, 8 * 2**20
+
+    def expected(values: int) -> int:
+        rows = block_bytes // (8 * values)
+        return rows - rows % 64
+
+    sizes = {spec: row_block(classifier, p, registry.make_method(name, **params))
+             for spec, (name, params) in {
+                 "local_mdi": ("local_mdi", {}), "saabas": ("saabas", {}),
+                 "saabas[output=1]": ("saabas", {"output": 1}),
+                 "saabas[output=all_classes]": ("saabas", {"output": "all_classes"}),
+                 "treeshap": ("treeshap", {})}.items()}
+    assert sizes == {"local_mdi": expected(p), "saabas": expected(p + 3),
+                     "saabas[output=1]": expected(p + 3),
+                     "saabas[output=all_classes]": expected(3 * p),
+                     "treeshap": expected(3 * p)}
+    assert row_block(classifier, p) == expected(3 * p)  # no method: every output
+
+
 def _memory_above_output(name: str, params: dict, model, X, block_rows: int) -> int:
     """Traced peak of the explain above its start, minus its output's bytes."""
     tracemalloc.start()
