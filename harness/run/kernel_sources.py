@@ -13,9 +13,9 @@ contributor edits a helper of ``harness.forest`` and the methods keep the old he
 Here each cached kernel gets a *sources record* beside numba's index: the SHA-256 of
 
 - the text of every source file that holds a jitted function or another object its code
-  reaches by global name (callees, recursively; objects reached through a module attribute,
-  ``module.name``; only the kernel's own package and ``harness``, whose files can change
-  under an installed numba and numpy),
+  reaches by global name (callees, recursively; objects reached through an attribute of one
+  of those modules, ``module.name``; only the kernel's own package and ``harness``, whose
+  files can change under an installed numba and numpy),
 - the value of every constant global it reads (numbers, strings, tuples, arrays), and
 - the files of numba's index and of the cache entries it lists (size and modification time),
   so that the record vouches for exactly the code it was written with.
@@ -123,7 +123,8 @@ def sources_digest(dispatcher: Any) -> str:
         reached = [(name, function.__globals__[name]) for name in sorted(names)
                    if name in function.__globals__]
         reached += [(f"closure{i}", value) for i, value in enumerate(cells)]
-        for module in [value for _, value in reached if isinstance(value, types.ModuleType)]:
+        for module in [value for _, value in reached if isinstance(value, types.ModuleType)
+                       and value.__name__.partition(".")[0] in packages]:
             reached += [(f"{module.__name__}.{name}", getattr(module, name))
                         for name in sorted(names) if hasattr(module, name)]
         for name, value in reached:

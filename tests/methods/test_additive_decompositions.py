@@ -11,7 +11,7 @@ import harness
 from harness.forest.compact import compact_forest
 from harness.forest.packed import PackedForest
 from harness.forest.view import forest_view
-from harness.kernels.treeshap.interventional import interventional_shap
+from harness.kernels.treeshap.interventional import code_background, interventional_shap
 from tests._support.shapley_by_subsets import shapley_by_subsets
 
 shap = pytest.importorskip("shap")
@@ -140,6 +140,11 @@ def test_interventional_kernel_beyond_one_word_of_rows(wine):
         np.testing.assert_allclose(values[row], expected, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(interventional_shap(paths, X[66:67], background)[0],
                                   values[66])
+    coded = code_background(paths, background)  # once per explain, shared by its blocks
+    np.testing.assert_array_equal(interventional_shap(paths, X[:70], coded), values)
+    other = RandomForestClassifier(6, max_depth=6, min_samples_leaf=3, random_state=1)
+    with pytest.raises(ValueError, match="another forest"):
+        interventional_shap(forest_view(other.fit(X, y)).paths, X[:3], coded)
 
 
 def _chain_forest(depth: int) -> PackedForest:

@@ -280,13 +280,15 @@ def _interventional_sums(compact: PathForest, X32, n_background, directions, wei
 @dataclass(frozen=True)
 class CodedBackground:
     """Background rows made ready for one forest, once for every block of rows explained:
-    the rows (float32, coded by the view), which of them go left at each node
-    and the base value E_z f(z), shape (n_values,), both from
-    :func:`harness.kernels.background_bits.background_routing`."""
+    the rows (float32, coded by the view), which of them go left at each node, and the base
+    value E_z f(z), shape (n_values,), both from
+    :func:`harness.kernels.background_bits.background_routing`; ``forest`` is the packed
+    forest they were routed through (bits of another forest's nodes would be misread)."""
 
     rows: np.ndarray
     directions: np.ndarray
     mean_output: np.ndarray
+    forest: PackedForest
 
 
 def code_background(compact: PathForest, background: np.ndarray) -> CodedBackground:
@@ -296,7 +298,7 @@ def code_background(compact: PathForest, background: np.ndarray) -> CodedBackgro
     directions, mean_output = background_routing(
         forest.left, forest.right, forest.feature, forest.threshold, forest.missing_left,
         forest.value, forest.offsets, Z32)
-    return CodedBackground(Z32, directions, mean_output)
+    return CodedBackground(Z32, directions, mean_output, forest)
 
 
 def interventional_shap(compact: PathForest, X: np.ndarray,
@@ -318,6 +320,9 @@ def interventional_shap(compact: PathForest, X: np.ndarray,
     X32 = as_float32_rows(X)
     if not isinstance(background, CodedBackground):
         background = code_background(compact, background)
+    elif background.forest is not forest:
+        raise ValueError("the background was made ready (code_background) for another "
+                         "forest than the one explained; make it for this forest's paths.")
     n_background = background.rows.shape[0]
     weights = _shapley_weights(min(X32.shape[1], forest.max_depth) + 1)
     out_bytes = X32.shape[0] * X32.shape[1] * forest.value.shape[1] * 8
