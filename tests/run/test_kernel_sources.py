@@ -74,13 +74,20 @@ def _run(code: str, tmp_path: Path) -> float:
     return float(done.stdout.split()[-1])
 
 
-def test_an_edited_callee_or_constant_in_another_file_is_recompiled(tmp_path):
+def _package(tmp_path: Path) -> Path:
+    """The package ``stalepkg`` in ``tmp_path``: helper (SCALE = 3, step adds 1), kernel,
+    method."""
     package = tmp_path / "stalepkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "kernel.py").write_text(textwrap.dedent(_KERNEL))
     (package / "method.py").write_text(textwrap.dedent(_METHOD))
     _write_helper(package, scale=3, increment=1)
+    return package
+
+
+def test_an_edited_callee_or_constant_in_another_file_is_recompiled(tmp_path):
+    package = _package(tmp_path)
     assert _run(_THROUGH_HARNESS, tmp_path) == (1.0 + 1) * 3
 
     _write_helper(package, scale=3, increment=2)  # the callee changes, run's file does not
@@ -96,12 +103,7 @@ def test_an_edited_callee_or_constant_in_another_file_is_recompiled(tmp_path):
 def test_a_record_of_other_cache_entries_is_stale(tmp_path):
     """A sources record vouches for the cache entries it was written with: entries rewritten
     since (a process holding older sources compiled them) are compiled again."""
-    package = tmp_path / "stalepkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "kernel.py").write_text(textwrap.dedent(_KERNEL))
-    (package / "method.py").write_text(textwrap.dedent(_METHOD))
-    _write_helper(package, scale=3, increment=1)
+    _package(tmp_path)
     assert _run(_THROUGH_HARNESS, tmp_path) == 6.0
     code = """
 from stalepkg.kernel import run
