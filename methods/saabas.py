@@ -52,10 +52,10 @@ class Saabas(Method):
         super().prepare()
         compile_kernels()
 
-    def block_row_values(self, model, n_features: int) -> int:
+    def block_row_values(self, model, n_features: int) -> int | None:
         """A classifier's one class (the predicted one, or an index): a value per feature
         and the row's prediction of every class (from which the predicted one is chosen);
-        otherwise a value per feature and output (the default)."""
+        otherwise a value per feature and output (the default, None)."""
         view = forest_view(model)
         if (not view.classifier or view.multi_output
                 or self.params["output"] == "all_classes"):

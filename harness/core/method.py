@@ -124,14 +124,12 @@ class Method:
     #: :meth:`explain` may split the rows into blocks (``block_rows``).
     rows_independent: ClassVar[bool] = False
 
-    def block_row_values(self, model: Any, n_features: int) -> int:
+    def block_row_values(self, model: Any, n_features: int) -> int | None:
         """How many float64 values one row of a block takes in a ``rows_independent``
         method's explain (its output and its kernel's per-row buffers), which sizes the
-        blocks (:func:`harness.run.protocol.row_block`). Default: a value per feature and
-        model output (every class of a classifier); a method that keeps fewer says so."""
-        from harness.forest.view import forest_view
-
-        return n_features * forest_view(model).n_values
+        blocks (:func:`harness.run.protocol.row_block`). Default None: a value per feature
+        and model output (every class of a classifier); a method that keeps fewer says so."""
+        return None
 
     def __init__(self, **params: Any) -> None:
         self.params = validate_params(self.name, self.parameters, params)

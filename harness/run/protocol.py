@@ -88,8 +88,8 @@ def row_block(model: Any, n_features: int, method: Method | None = None) -> int:
     row, ``method.block_row_values`` (default, and without a method: ``n_features`` x the
     model's outputs, its classes for a classifier); a multiple of 64 rows (whole batches of
     every kernel) when that leaves at least 64."""
-    values = (method.block_row_values(model, n_features) if method is not None
-              else n_features * forest_view(model).n_values)
+    values = method.block_row_values(model, n_features) if method is not None else None
+    values = n_features * forest_view(model).n_values if values is None else values
     rows = max(1, ROW_BLOCK_BYTES // (8 * values))
     return rows - rows % 64 if rows >= 64 else rows
 
