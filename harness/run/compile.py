@@ -135,20 +135,13 @@ def cache_is_warm(method_classes: Iterable[type]) -> bool:
     discarded, numba 0.68 ``_hash_source_file``), and no kernel the methods reach holds code
     of other sources than today's: numba does not see an edited callee in another file
     (:mod:`harness.run.kernel_sources`)."""
-    from harness.run.kernel_sources import is_stale
+    from harness.run.kernel_sources import cache_state
 
     for method_class in method_classes:
-        if any(is_stale(dispatcher) for dispatcher in _dispatchers(method_class)):
-            return False
-        for dispatcher in _entry_dispatchers(method_class):
-            cache = getattr(dispatcher, "_cache", None)
-            cache_file = getattr(cache, "_cache_file", None)
-            if cache_file is None:  # cache=False: nothing a worker could leave behind
-                continue
-            try:
-                if not cache_file._load_index():
-                    return False
-            except Exception:  # an unreadable index is one numba will rewrite
+        entries = _entry_dispatchers(method_class)
+        for dispatcher in _dispatchers(method_class):
+            state = cache_state(dispatcher)  # an unreadable index counts as empty
+            if state == "stale" or (state == "empty" and dispatcher in entries):
                 return False
     return True
 
@@ -280,9 +273,10 @@ def _serve_stdin() -> None:
         start, cpu = time.perf_counter(), time.process_time()
         try:
             method_class = import_object(line.strip())
-            forget_stale(_dispatchers(method_class))
+            dispatchers = _dispatchers(method_class)
+            forget_stale(dispatchers)
             method_class.prepare()
-            record_sources(_dispatchers(method_class))
+            record_sources(dispatchers)
             answer = {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}
         except Exception as exc:  # the parent's own prepare() reports it again, in context
             answer = {"error": f"{type(exc).__name__}: {exc}"}

@@ -178,21 +178,28 @@ def _index(cache_file: Any) -> dict:
         return {}
 
 
-def is_stale(dispatcher: Any) -> bool:
-    """True when numba's cache holds entries of ``dispatcher`` that no matching sources
-    record vouches for (so the code they hold may come from other sources)."""
+def cache_state(dispatcher: Any) -> str:
+    """What numba's cache holds of ``dispatcher``: ``"uncached"`` (no ``cache=True``),
+    ``"empty"`` (no entry for its current source: numba compiles it), ``"stale"`` (entries
+    that no matching sources record vouches for, so their code may come from other sources)
+    or ``"fresh"``. numba's index is read once."""
     cache_file = _cache_file(dispatcher)
     if cache_file is None:
-        return False
+        return "uncached"
     overloads = _index(cache_file)
     if not overloads:
-        return False  # nothing to load: numba compiles it
+        return "empty"
     try:
         with open(_record_path(cache_file), encoding="ascii") as record:
             written = record.read().strip()
     except (OSError, ValueError):
-        return True
-    return written != _record_line(dispatcher, cache_file, overloads)
+        return "stale"
+    return "fresh" if written == _record_line(dispatcher, cache_file, overloads) else "stale"
+
+
+def is_stale(dispatcher: Any) -> bool:
+    """:func:`cache_state` is ``"stale"``."""
+    return cache_state(dispatcher) == "stale"
 
 
 def forget_stale(dispatchers: Iterable[Any]) -> int:

@@ -54,19 +54,15 @@ ROWS_PER_BLOCK = 64  # rows walked together as the bits of a word (one parallel 
 _ONE, _NONE = np.uint64(1), np.uint64(0)
 
 
+@functools.cache
 def shapley_weights(size: int) -> np.ndarray:
     """``weights[a, b] = a! b! / (a + b + 1)!`` for a + b < size: the Shapley weight of a
-    coalition of a players for one of a + b + 1 (by lgamma, no overflow)."""
+    coalition of a players for one of a + b + 1 (by lgamma, no overflow). Computed once
+    per size and read-only, since every explain shares it."""
     a = np.arange(size)[:, None]
     b = np.arange(size)[None, :]
-    return np.exp([[math.lgamma(i + 1) + math.lgamma(j + 1) - math.lgamma(i + j + 2)
-                    for j in range(size)] for i in range(size)]) * (a + b < size)
-
-
-@functools.cache
-def _shapley_weights(size: int) -> np.ndarray:
-    """:func:`shapley_weights`, once per size (read-only: every explain shares it)."""
-    weights = shapley_weights(size)
+    weights = np.exp([[math.lgamma(i + 1) + math.lgamma(j + 1) - math.lgamma(i + j + 2)
+                       for j in range(size)] for i in range(size)]) * (a + b < size)
     weights.flags.writeable = False
     return weights
 
@@ -280,12 +276,12 @@ def _interventional_sums(compact: PathForest, X32, n_background, directions, wei
 @dataclass(frozen=True)
 class CodedBackground:
     """Background rows made ready for one forest, once for every block of rows explained:
-    the rows (float32, coded by the view), which of them go left at each node, and the base
-    value E_z f(z), shape (n_values,), both from
-    :func:`harness.kernels.background_bits.background_routing`; ``forest`` is the packed
-    forest they were routed through (bits of another forest's nodes would be misread)."""
+    how many there are, which of them go left at each node, and the base value E_z f(z),
+    shape (n_values,), both from :func:`harness.kernels.background_bits.background_routing`;
+    ``forest`` is the packed forest they were routed through (bits of another forest's
+    nodes would be misread)."""
 
-    rows: np.ndarray
+    n_background: int
     directions: np.ndarray
     mean_output: np.ndarray
     forest: PackedForest
@@ -298,7 +294,7 @@ def code_background(compact: PathForest, background: np.ndarray) -> CodedBackgro
     directions, mean_output = background_routing(
         forest.left, forest.right, forest.feature, forest.threshold, forest.missing_left,
         forest.value, forest.offsets, Z32)
-    return CodedBackground(Z32, directions, mean_output, forest)
+    return CodedBackground(Z32.shape[0], directions, mean_output, forest)
 
 
 def interventional_shap(compact: PathForest, X: np.ndarray,
@@ -323,8 +319,8 @@ def interventional_shap(compact: PathForest, X: np.ndarray,
     elif background.forest is not forest:
         raise ValueError("the background was made ready (code_background) for another "
                          "forest than the one explained; make it for this forest's paths.")
-    n_background = background.rows.shape[0]
-    weights = _shapley_weights(min(X32.shape[1], forest.max_depth) + 1)
+    n_background = background.n_background
+    weights = shapley_weights(min(X32.shape[1], forest.max_depth) + 1)
     out_bytes = X32.shape[0] * X32.shape[1] * forest.value.shape[1] * 8
     out = _interventional_sums(compact, X32, n_background, background.directions, weights,
                                tree_groups(forest.n_trees, out_bytes))
