@@ -31,6 +31,7 @@ class BlockRow:
     n: int
     n_trees: int
     min_samples_leaf: int
+    mtry: str  # the share of the features tried at each split: "p/3" or "√p"
     depth: int
     v_all: float
     walked_up: float
@@ -44,6 +45,9 @@ class BlockRow:
 
 #: the page's forest: mtry = p/3, leaves of at least 5 rows
 PAGE_MTRY, PAGE_MIN_SAMPLES_LEAF = 0.33, 5
+#: the two readings of the unstated mtry (randomForest's regression default p/3, ranger's
+#: √p), by their labels, as on the Sobol-MDA page
+MTRY_READINGS = {"p/3": PAGE_MTRY, "√p": "sqrt"}
 
 
 def page_forest(dataset, n_trees: int, seed: int,
@@ -58,12 +62,15 @@ def page_forest(dataset, n_trees: int, seed: int,
 
 
 def block_row(dataset, n_trees: int, seed: int,
-              min_samples_leaf: int = PAGE_MIN_SAMPLES_LEAF) -> BlockRow:
+              min_samples_leaf: int = PAGE_MIN_SAMPLES_LEAF, mtry: str = "p/3") -> BlockRow:
     """Fit the page's forest on ``dataset`` (5 equal blocks, the signals first in each), with
-    leaves of at least ``min_samples_leaf`` rows, and sum SHAFF's effects (its defaults) by
-    block."""
+    leaves of at least ``min_samples_leaf`` rows and the ``mtry`` reading (a key of
+    :data:`MTRY_READINGS`), and sum SHAFF's effects (its defaults) by block."""
+    if mtry not in MTRY_READINGS:
+        raise ValueError(f"mtry must be one of {sorted(MTRY_READINGS)}; got {mtry!r}.")
     block = dataset.n_features // 5
-    model = page_forest(dataset, n_trees, seed, min_samples_leaf)
+    model = page_forest(dataset, n_trees, seed, min_samples_leaf,
+                        max_features=MTRY_READINGS[mtry])
     start = time.perf_counter()
     result = harness.explain("shaff", model, dataset.X, dataset.y, seed=seed)
     seconds = time.perf_counter() - start
@@ -72,6 +79,7 @@ def block_row(dataset, n_trees: int, seed: int,
     signals = np.arange(block, dataset.n_features, block)
     shared = len(set(np.argsort(-values)[:5]) & set(np.argsort(-truth)[:5]))
     return BlockRow(n=dataset.n_samples, n_trees=n_trees, min_samples_leaf=min_samples_leaf,
+                    mtry=mtry,
                     depth=max(tree.get_depth() for tree in model.estimators_),
                     v_all=float(result.extra["explained_variance"]),
                     walked_up=float(result.extra["walked_up_share"]),

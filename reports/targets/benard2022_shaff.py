@@ -68,12 +68,15 @@ FULL = Scale((Setting(10, 0.0), Setting(10, 0.5), Setting(10, 0.9), Setting(200,
              (0, 1, 2, 3, 4), 300, 300)
 QUICK = Scale((Setting(10, 0.0), Setting(10, 0.9)), (0, 1), 40, 0)
 #: p = 200 by block (``_shaff_blocks``), one forest per row (seed 0) given as (n,
-#: min_samples_leaf, trees): the page's leaves of 5 rows over n, larger leaves at the page's
-#: n (is the forest's setting, or the sample, what loses the weak blocks?), then leaves of
-#: n / 100 rows at n = 30 000, the regime of the consistency theorem's (A3) (cells that hold
-#: many rows); SHAFF takes about 20 s, 20 s, 100 s and 120 s on 2 cores
-BLOCK_ROWS = {False: ((1000, PAGE_MIN_SAMPLES_LEAF, 100), (1000, 20, 100),
-                      (3000, PAGE_MIN_SAMPLES_LEAF, 100), (30_000, 300, 20)), True: ()}
+#: min_samples_leaf, trees, mtry): the page's leaves of 5 rows over n, larger leaves at the
+#: page's n (is the forest's setting, or the sample, what loses the weak blocks?), the other
+#: reading of the unstated mtry (√p, ranger's default) at the page's n and leaves, then leaves
+#: of n / 100 rows at n = 30 000, the regime of the consistency theorem's (A3) (cells that
+#: hold many rows); SHAFF takes about 20 s, 20 s, 20 s, 100 s and 120 s on 2 cores
+BLOCK_ROWS = {False: ((1000, PAGE_MIN_SAMPLES_LEAF, 100, "p/3"), (1000, 20, 100, "p/3"),
+                      (1000, PAGE_MIN_SAMPLES_LEAF, 100, "√p"),
+                      (3000, PAGE_MIN_SAMPLES_LEAF, 100, "p/3"), (30_000, 300, 20, "p/3")),
+              True: ()}
 
 
 class Benard2022SHAFF(Target):
@@ -156,16 +159,18 @@ class Benard2022SHAFF(Target):
         ]
         forests = BLOCK_ROWS[context.quick]
         if forests:
-            context.say(f"{self.name}: p = 200 by block, (n, leaf, trees) = {forests}")
+            context.say(f"{self.name}: p = 200 by block, (n, leaf, trees, mtry) = {forests}")
             notes.append(self._by_block([
-                block_row(Setting(200, 0.9).dataset(0, n), trees, seed=0, min_samples_leaf=leaf)
-                for n, leaf, trees in forests]))
+                block_row(Setting(200, 0.9).dataset(0, n), trees, seed=0, min_samples_leaf=leaf,
+                          mtry=mtry)
+                for n, leaf, trees, mtry in forests]))
         assumptions = [
             "Missing parameters (" + ", ".join(MISSING) + ") shown over a range: 5 "
             "equicorrelated blocks, coefficients 2, 1, 1, 1, 1 on the first feature of each "
             "block, noise 10 % of V[Y], n = 1000, p ∈ {10, 200}, ρ ∈ {0, 0.5, 0.9}; at "
             "p = 200 also n ∈ {3000, 30 000}, leaves of 20 rows at n = 1000 and of n / 100 rows "
-            "at n = 30 000 (the by-block note).",
+            "at n = 30 000, and mtry = √p (ranger's default, the Sobol-MDA page's other "
+            "reading) at n = 1000 (the by-block note).",
             "Forest: scikit-learn RandomForestRegressor, mtry = p/3, min_samples_leaf = 5, "
             f"{scale.n_trees} trees"
             + (f" ({scale.wide_trees} at p = 200)" if scale.wide_trees else "")
@@ -187,13 +192,15 @@ class Benard2022SHAFF(Target):
         """The p = 200 effects by block over n and leaf size, and what the numbers say."""
         exact = ", ".join(f"{key} {value:g}" for key, value in EXACT.items())
         parts = [
-            f"n = {row.n} ({row.n_trees} trees, min_samples_leaf {row.min_samples_leaf}, depth "
+            f"n = {row.n} ({row.n_trees} trees, mtry {row.mtry}, min_samples_leaf "
+            f"{row.min_samples_leaf}, depth "
             f"{row.depth}): v̂(all) {row.v_all:.3f}, {row.walked_up:.0%} of the projected "
             f"predictions walked up; the effects sum to {row.sum_block1:.3f} on block 1 and "
             f"{row.sum_rest:.3f} on blocks 2-5, X1 {row.x1:.3f}, the weak signals "
             f"{row.weak_signals:.4f} on average, top five {row.shared_top5} of 5 shared "
             f"({row.seconds:.0f} s)" for row in rows]
-        page = [row for row in rows if row.min_samples_leaf == PAGE_MIN_SAMPLES_LEAF]
+        page = [row for row in rows
+                if row.min_samples_leaf == PAGE_MIN_SAMPLES_LEAF and row.mtry == "p/3"]
         first, last = page[0], page[-1]
         gap = [abs(row.sum_rest - EXACT["v(blocks 2-5)"]) for row in (first, last)]
         trend = "came closer to" if gap[1] < gap[0] else "moved away from"
@@ -207,7 +214,17 @@ class Benard2022SHAFF(Target):
             "shortfall is the projected forest's (SHAFF step 2), not the subset design's: on "
             "the exact game the same design meets the closed form within 0.008 (above).")
         for row in rows:
-            if row.min_samples_leaf == PAGE_MIN_SAMPLES_LEAF:
+            if row in page:
+                continue
+            if row.mtry != "p/3":
+                text += (
+                    f" With mtry = {row.mtry} (the other reading) at n = {row.n} and leaves of "
+                    f"{row.min_samples_leaf} rows, v̂(all) is {row.v_all:.3f}, the weak signals "
+                    f"average {row.weak_signals:.4f} (exact 0.015; {first.weak_signals:.4f} with "
+                    f"p/3), blocks 2-5 get {row.sum_rest:.3f} and the top five shares "
+                    f"{row.shared_top5} of 5" + (
+                        ": the mtry reading is not what loses the weak blocks either."
+                        if row.shared_top5 <= first.shared_top5 else "."))
                 continue
             if row.n == first.n:
                 ranking = ("bring the exact top five back" if row.shared_top5 == 5 else

@@ -50,8 +50,8 @@ def test_the_block_sums_share_the_explained_variance_of_the_same_explain():
     from harness.reports.targets.benard2022_shaff import Setting
 
     dataset = Setting(10, 0.5).dataset(0, n_samples=300)
-    row = block_row(dataset, n_trees=20, seed=0)
-    assert row.n == 300 and row.n_trees == 20
+    row = block_row(dataset, n_trees=20, seed=0, mtry="√p")
+    assert row.n == 300 and row.n_trees == 20 and row.mtry == "√p"
     assert row.sum_block1 + row.sum_rest == pytest.approx(row.v_all, abs=1e-12)
     assert 0.0 < row.v_all < 1.0 and 0.0 <= row.walked_up <= 1.0
     assert 0 <= row.shared_top5 <= 5
@@ -65,8 +65,8 @@ def test_the_by_block_note_follows_its_numbers():
     from harness.reports.targets._shaff_blocks import BlockRow
     from harness.reports.targets.benard2022_shaff import Benard2022SHAFF
 
-    def row(n, leaf, rest, top5):
-        return BlockRow(n=n, n_trees=10, min_samples_leaf=leaf, depth=9, v_all=0.8,
+    def row(n, leaf, rest, top5, mtry="p/3"):
+        return BlockRow(n=n, n_trees=10, min_samples_leaf=leaf, mtry=mtry, depth=9, v_all=0.8,
                         walked_up=0.25, sum_block1=0.8 - rest, sum_rest=rest, x1=0.07,
                         weak_signals=0.011, shared_top5=top5, seconds=1.0)
 
@@ -85,3 +85,26 @@ def test_the_by_block_note_follows_its_numbers():
     assert "so at this n the leaf size is not what loses the weak blocks" in larger
     assert "moved away from its exact 0.45 (0.290 → 0.190)" in larger
     assert "leaves that grow" not in larger
+    # the other mtry reading at the page's n and leaves: its own sentence, and it is not
+    # taken for the page's first row (the trend still runs between the p/3 rows)
+    readings = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), row(1000, 5, 0.25, 1, "√p"),
+                                          row(3000, 5, 0.19, 1)])
+    assert "mtry √p, min_samples_leaf 5" in readings
+    assert ("With mtry = √p (the other reading) at n = 1000 and leaves of 5 rows, v̂(all) is "
+            "0.800" in readings)
+    assert "blocks 2-5 get 0.250 and the top five shares 1 of 5: the mtry reading is not" \
+        in readings
+    assert "moved away from its exact 0.45 (0.290 → 0.190)" in readings
+    better = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), row(1000, 5, 0.40, 4, "√p"),
+                                        row(3000, 5, 0.19, 1)])
+    assert "top five shares 4 of 5." in better and "not what loses" not in better
+
+
+def test_block_row_names_the_mtry_readings_it_knows():
+    """An mtry label outside the two readings is refused with both named (a typo must not
+    fall back to a default forest)."""
+    from harness.reports.targets._shaff_blocks import block_row
+    from harness.reports.targets.benard2022_shaff import Setting
+
+    with pytest.raises(ValueError, match=r"mtry must be one of \['p/3', '√p'\]; got 'sqrt'"):
+        block_row(Setting(10, 0.5).dataset(0, n_samples=100), n_trees=2, seed=0, mtry="sqrt")
