@@ -41,9 +41,12 @@ def _directions_of_the_trees(model, Z: np.ndarray) -> np.ndarray:
     return np.vstack(blocks)
 
 
-@pytest.mark.parametrize("tasks", [1, 7, 16])
-def test_directions_are_the_models_routing_on_any_split_of_the_work(monkeypatch, tasks):
-    """130 background rows (three words, the last one partial), NaNs among them where this
+@pytest.mark.parametrize(("tasks", "n_background"), [(1, 130), (7, 130), (16, 130), (7, 50),
+                                                     (7, 30)])
+def test_directions_are_the_models_routing_on_any_split_of_the_work(monkeypatch, tasks,
+                                                                    n_background):
+    """130 background rows (three words, the last one of 2 rows), 50 (one word of 64
+    compares, partial) and 30 (one word of 32 compares), NaNs among them where this
     scikit-learn routes them (a forest fitted with missing values; the harness refuses NaN
     rows before 1.8, so there the rows are complete); 1, 7 and 16 tree ranges (at most one
     per tree, so 6), on 1 and 2 threads."""
@@ -60,7 +63,7 @@ def test_directions_are_the_models_routing_on_any_split_of_the_work(monkeypatch,
         X = with_nan
     else:
         view = forest_view(model.fit(X, y))
-    Z = X[:130]
+    Z = X[:n_background]
     forest = view.packed
     expected = _directions_of_the_trees(model, Z)
     monkeypatch.setattr(background_bits, "DIRECTION_TASKS", tasks)
