@@ -58,10 +58,11 @@ _ONE, _NONE = np.uint64(1), np.uint64(0)
 def shapley_weights(size: int) -> np.ndarray:
     """``weights[a + 1, b + 1] = a! b! / (a + b + 1)!`` for a + b < size: the Shapley weight
     of a coalition of a players for one of a + b + 1 (by lgamma, no overflow), shape
-    (size + 1, size + 1). Row and column 0 are zeros, the weights of a = -1 or b = -1 that a
-    leaf reads for a pair whose background row (row) fails nothing, where they multiply zeros:
-    the kernel indexes with unsigned counts and no wraparound. Computed once per size and
-    read-only, since every explain shares it."""
+    (size + 1, size + 1). Row and column 0 are zeros: a leaf reads W(a - 1, b) for a
+    background row that fails nothing (a = 0) and W(a, b - 1) for a row that fails nothing
+    (b = 0), values that multiply only zeros there, so the kernel indexes with unsigned
+    counts (no negative-index wraparound). Computed once per size and read-only, since every
+    explain shares it."""
     a = np.arange(size)[:, None]
     b = np.arange(size)[None, :]
     weights = np.zeros((size + 1, size + 1))
