@@ -11,7 +11,11 @@ import harness
 from harness.forest.compact import compact_forest
 from harness.forest.packed import PackedForest
 from harness.forest.view import forest_view
-from harness.kernels.treeshap.interventional import code_background, interventional_shap
+from harness.kernels.treeshap.interventional import (
+    code_background,
+    interventional_shap,
+    shapley_weights,
+)
 from tests._support.shapley_by_subsets import shapley_by_subsets
 
 shap = pytest.importorskip("shap")
@@ -78,6 +82,23 @@ def _brute_force_interventional(model, x, background):
         return model.predict(hybrid).mean()
 
     return shapley_by_subsets(p, value)
+
+
+def test_shapley_weights_are_a_distribution_over_coalition_sizes():
+    """W(a, b) = ``weights[a + 1, b + 1]`` is the Shapley weight of one coalition of a of the
+    other n - 1 = a + b players: over the C(n - 1, a) coalitions of each size a, the weights
+    of one player sum to 1, for every n the table holds; row and column 0 (the a = -1 and
+    b = -1 a leaf reads where it multiplies zeros) are zeros, and the table is read-only."""
+    from math import comb
+
+    size = 12
+    weights = shapley_weights(size)
+    assert weights.shape == (size + 1, size + 1) and not weights.flags.writeable
+    assert not weights[0].any() and not weights[:, 0].any()
+    for n in range(1, size + 1):
+        total = sum(comb(n - 1, a) * weights[a + 1, n - a] for a in range(n))
+        assert total == pytest.approx(1.0, abs=1e-13), n
+    assert weights[2, 3] == pytest.approx(1 * 2 / 24)  # a = 1, b = 2: 1! 2! / 4!
 
 
 def test_interventional_kernel_equals_brute_force_shapley(diabetes):
