@@ -62,7 +62,7 @@ def _tree_directions(left, feature, threshold, missing_left, columns, n_backgrou
         if left[node] == -1:
             continue
         cut, missing = threshold[node], missing_left[node]
-        j = feature[node]
+        j = np.uint64(feature[node])
         for word in range(directions.shape[1]):
             bits = np.uint64(0)
             if n_background - 64 * word <= 32:
@@ -81,14 +81,16 @@ def _tree_reached_sum(left, right, value, start, directions, n_background, stack
                       stack_reach, total):
     """Add the tree starting at ``start``'s output of every background row into ``total``,
     by a depth-first descent whose stack holds each pending node with the background rows
-    that reach it (a branch is entered only by the rows that go there)."""
+    that reach it (a branch is entered only by the rows that go there); nodes and stack
+    positions index unsigned (no negative-index wraparound)."""
+    origin = np.uint64(start)
     for word in range(directions.shape[1]):
         stack_node[0], stack_reach[0] = 0, word_rows(n_background, word)
-        top = 1
+        top = np.uint64(1)
         while top:
-            top -= 1
+            top -= np.uint64(1)
             node, reach = stack_node[top], stack_reach[top]
-            at = start + node
+            at = origin + np.uint64(node)
             if left[at] == -1:
                 count = np.float64(popcount(reach))
                 for c in range(value.shape[1]):
@@ -97,9 +99,9 @@ def _tree_reached_sum(left, right, value, start, directions, n_background, stack
             goes = directions[at, word]
             # both children pushed, the top one kept only if rows go there (branch-free)
             stack_node[top], stack_reach[top] = right[at], reach & ~goes
-            top += (reach & ~goes) != 0
+            top += np.uint64((reach & ~goes) != 0)
             stack_node[top], stack_reach[top] = left[at], reach & goes
-            top += (reach & goes) != 0
+            top += np.uint64((reach & goes) != 0)
 
 
 @njit(cache=True, nogil=True)
