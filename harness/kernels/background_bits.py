@@ -64,16 +64,21 @@ def _tree_directions(left, feature, threshold, missing_left, columns, n_backgrou
         cut, missing = threshold[node], missing_left[node]
         j = np.uint64(feature[node])
         for word in range(directions.shape[1]):
-            bits = np.uint64(0)
             if n_background - 64 * word <= 32:
-                for b in range(32):
-                    bits |= left_bit(np.float64(columns[j, 64 * word + b]), cut,
-                                     missing) << np.uint64(b)
+                bits = _left_bits(columns, j, 64 * word, 32, cut, missing)
             else:
-                for b in range(64):
-                    bits |= left_bit(np.float64(columns[j, 64 * word + b]), cut,
-                                     missing) << np.uint64(b)
+                bits = _left_bits(columns, j, 64 * word, 64, cut, missing)
             directions[node, word] = bits & word_rows(n_background, word)
+
+
+@njit(cache=True, inline="always")
+def _left_bits(columns, j, first, lanes, cut, missing):
+    """Bit b set if ``columns[j, first + b]`` goes left, b < ``lanes``; called with a
+    literal ``lanes``, so that the inlined loop keeps a constant trip count."""
+    bits = np.uint64(0)
+    for b in range(lanes):
+        bits |= left_bit(np.float64(columns[j, first + b]), cut, missing) << np.uint64(b)
+    return bits
 
 
 @njit(cache=True, nogil=True)

@@ -57,8 +57,9 @@ def _block_rows(n: int, limit: int) -> int:
 @njit(cache=True)
 def _walk(kids, feature, threshold, missing, q, k, sign, start, X32, out, i, node, f,
           accumulate):
-    """Finish row i's walk from ``node`` (split on ``f``) to its leaf, which it returns."""
-    i, k, node = np.uint64(i), np.uint64(k), np.uint64(node)
+    """Finish row i's walk from ``node`` (split on ``f``) to its leaf, which it returns
+    (``i``, ``k``, ``start`` and ``node`` unsigned, as every caller passes them: one
+    specialisation, no wraparound)."""
     while f >= 0:
         j = np.uint64(f)
         child = start + np.uint64(kids[node, np.uint64(goes_left(X32[i, j], threshold[node],
@@ -113,9 +114,9 @@ def _walk_rows(kids, feature, threshold, missing, q, column, sign, offsets, X32,
             leaves[r + 3] = _walk(kids, feature, threshold, missing, q, kv, sign, start, X32,
                                   out, v, d, fd, accumulate)
         for r in range(m - m % 4, m):  # stragglers, one at a time
-            i = rows[r]
-            leaves[r] = _walk(kids, feature, threshold, missing, q, column[i], sign, start,
-                              X32, out, i, start, root, accumulate)
+            i = np.uint64(rows[r])
+            leaves[r] = _walk(kids, feature, threshold, missing, q, np.uint64(column[i]), sign,
+                              start, X32, out, i, start, root, accumulate)
         if predicting:  # apart from the walk, which it would slow down
             for r in range(m):
                 for e in range(leaf_ptr[leaves[r]], leaf_ptr[leaves[r] + 1]):
