@@ -106,6 +106,8 @@ def test_cases_cover_deep_trees_repeated_features_and_weights(fitted):
         assert max(tree.max_depth for tree in trees) > 20
     if case.startswith("regressor"):
         assert any(len(set(path)) < len(path) for tree in trees for path in _path_features(tree))
+    if case == "binary_rf":  # the kernel loads only the features a tree splits on
+        assert any(len(set(tree.feature[tree.feature >= 0])) < X.shape[1] for tree in trees)
     if case == "regressor_et_weighted":
         root = trees[0].weighted_n_node_samples[0]
         assert root != trees[0].n_node_samples[0]
