@@ -194,10 +194,15 @@ def row_loss_increases(code, targets, base, shift, n_oob, rows, feature_major):
         i = rows[r]
         base_loss = loss_value(code, targets[i], base[i])
         for j in range(p):
+            shifted = False
             for c in range(n_values):
                 moved_by = shift[j, i, c] if feature_major else shift[i, j, c]
                 moved[c] = base[i, c] + moved_by / n_oob[i]
-            out[r, j] = loss_value(code, targets[i], moved) - base_loss
+                shifted |= moved_by != 0.0
+            # no shift leaves the loss as it is: 0 exactly, without the loss's cost (most
+            # (row, feature) pairs of Sobol-MDA when p is large: a row's trees split on a
+            # few of the p features)
+            out[r, j] = loss_value(code, targets[i], moved) - base_loss if shifted else 0.0
     return out
 
 
