@@ -30,6 +30,7 @@ from numba import njit
 from harness.forest.packed import PackedForest, left_bit
 from harness.forest.permutations import GOLDEN64, MUL64_B, mix64
 from harness.kernels.reroute.permutation import path_pairs
+from harness.kernels.tree_columns import compact_walks, gather_tree_rows, tree_columns
 from harness.kernels.tree_groups import TREE_GROUPS, sum_by_groups
 
 _ZERO, _ONE, _TWO = np.uint64(0), np.uint64(1), np.uint64(2)
@@ -156,11 +157,22 @@ def deepest_shared_slot(table_keys, table_stamp, generation, mask, keys, n_level
 
 @njit(cache=True)
 def _group_shift(left, right, kids, feature, threshold, missing, value, offsets, max_depth, X32,
-                 counts, targets, first_tree, last_tree, first_feature, feature_step, shift):
+                 local, columns, column_start, XT, counts, targets, first_tree, last_tree,
+                 first_feature, feature_step, shift):
     """Add trees ``first_tree``, ..., ``last_tree - 1`` (in order) of
     :func:`projected_oob_shift` into ``shift``, for the features ``first_feature``,
-    ``first_feature + feature_step``, ..., with buffers of their own."""
+    ``first_feature + feature_step``, ... (mod ``feature_step``), with buffers of their own.
+
+    With ``XT`` (the rows, feature-major) not empty, each tree is walked on its own columns
+    (:mod:`harness.kernels.tree_columns`: ``local``, ``columns``, ``column_start``) instead of
+    ``X32`` and ``feature``: the same walks and sums, the same bits.
+    """
     n, p = X32.shape
+    compact = XT.shape[0] > 0
+    widest = 1
+    for t in range(first_tree, last_tree):
+        widest = max(widest, column_start[t + 1] - column_start[t])
+    tree_rows = np.empty(n * widest if compact else 0, dtype=np.float32)
     n_values = value.shape[1]
     largest = 1
     for t in range(first_tree, last_tree):
@@ -194,13 +206,21 @@ def _group_shift(left, right, kids, feature, threshold, missing, value, offsets,
         rows_in, rows_out = in_rows[:n_in], out_rows[:n_out]
         for node in range(offsets[t + 1] - start):
             hashes[node] = node_hash(start + node)
+        if compact:  # the walks see the tree's columns as its features
+            X = gather_tree_rows(XT, columns, column_start[t], column_start[t + 1], tree_rows)
+            split_on = local
+        else:
+            X = X32
+            split_on = feature
+        width = X.shape[1]
         span = max_depth + 1
         _, in_row, in_node, in_order, in_bucket = path_pairs(
-            left, right, feature, threshold, missing, start, X32, rows_in, p, n_in * span)
+            left, right, split_on, threshold, missing, start, X, rows_in, width, n_in * span)
         out_leaf, out_row, out_node, out_order, out_bucket = path_pairs(
-            left, right, feature, threshold, missing, start, X32, rows_out, p, n_out * span)
-        for j in range(first_feature, p, feature_step):
-            if out_bucket[j + 1] == out_bucket[j]:
+            left, right, split_on, threshold, missing, start, X, rows_out, width, n_out * span)
+        for j in range(width):
+            feature_j = columns[column_start[t] + j] if compact else j
+            if feature_j % feature_step != first_feature or out_bucket[j + 1] == out_bucket[j]:
                 continue
             # the in-bag rows' keys first, so that the table is sized to them: a power of two
             # above their count (33-48 % of the keys were distinct per (tree, feature) on
@@ -213,9 +233,10 @@ def _group_shift(left, right, kids, feature, threshold, missing, value, offsets,
             total = 0
             for q in range(pairs):
                 k = in_order[in_bucket[j] + q]
-                in_levels[q] = _dropped_level_keys(left, right, kids, feature, threshold, missing,
-                                                   start, X32, rows_in[in_row[k]], in_node[k],
-                                                   j, hashes, frontier, in_keys, total)
+                in_levels[q] = _dropped_level_keys(left, right, kids, split_on, threshold,
+                                                   missing, start, X, rows_in[in_row[k]],
+                                                   in_node[k], j, hashes, frontier, in_keys,
+                                                   total)
                 total += in_levels[q]
             size = table_size(total, 1024)
             if size > capacity:
@@ -237,15 +258,15 @@ def _group_shift(left, right, kids, feature, threshold, missing, value, offsets,
             for k in out_order[out_bucket[j]:out_bucket[j + 1]]:
                 a = out_row[k]
                 row = rows_out[a]
-                n_levels = _dropped_level_keys(left, right, kids, feature, threshold, missing,
-                                               start, X32, row, out_node[k], j, hashes,
+                n_levels = _dropped_level_keys(left, right, kids, split_on, threshold, missing,
+                                               start, X, row, out_node[k], j, hashes,
                                                frontier, keys, 0)
                 chosen, _ = deepest_shared_slot(table_keys, table_stamp, generation, mask, keys,
                                                 n_levels)
                 leaf = start + out_leaf[a]
                 mass = table_weight[chosen]
                 for c in range(n_values):
-                    shift[row, j, c] += table_sum[chosen, c] / mass - value[leaf, c]
+                    shift[row, feature_j, c] += table_sum[chosen, c] / mass - value[leaf, c]
 
 
 def work_split(n_trees: int, p: int, shift_bytes: int, forest_bytes: int) -> tuple[int, bool]:
@@ -269,8 +290,8 @@ def work_split(n_trees: int, p: int, shift_bytes: int, forest_bytes: int) -> tup
 
 @njit(cache=True, nogil=True)
 def _projected_oob_tasks(left, right, kids, feature, threshold, missing, value, offsets, max_depth,
-                         X32, counts, targets, n_groups, by_feature, shift, others, first_group,
-                         last_group):
+                         X32, local, columns, column_start, XT, counts, targets, n_groups,
+                         by_feature, shift, others, first_group, last_group):
     """Groups ``first_group, ..., last_group - 1`` of :func:`projected_oob_shift`: a group of
     trees into ``shift`` (the first) or ``others[g - 1]``, or (``by_feature``) a group of
     features over every tree into its part of ``shift``."""
@@ -278,10 +299,12 @@ def _projected_oob_tasks(left, right, kids, feature, threshold, missing, value, 
     for g in range(first_group, last_group):
         if by_feature:
             _group_shift(left, right, kids, feature, threshold, missing, value, offsets, max_depth,
-                         X32, counts, targets, 0, n_trees, g, n_groups, shift)
+                         X32, local, columns, column_start, XT, counts, targets, 0, n_trees, g,
+                         n_groups, shift)
         else:
             _group_shift(left, right, kids, feature, threshold, missing, value, offsets, max_depth,
-                         X32, counts, targets, g * n_trees // n_groups,
+                         X32, local, columns, column_start, XT, counts, targets,
+                         g * n_trees // n_groups,
                          (g + 1) * n_trees // n_groups, 0, 1,
                          shift if g == 0 else others[g - 1])
 
@@ -310,6 +333,13 @@ def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarra
     n, p = X32.shape
     n_values = forest.value.shape[1]
     n_groups, by_feature = work_split(forest.n_trees, p, n * p * n_values * 8, forest.nbytes)
+    local, columns, column_start = tree_columns(forest.left, forest.feature, forest.offsets, p)
+    if compact_walks(X32, columns.size, forest.n_trees):  # each tree walks its own columns
+        XT = np.ascontiguousarray(X32.T)
+    else:
+        local, columns = forest.feature, np.empty(0, dtype=np.int64)
+        column_start = np.zeros(forest.n_trees + 1, dtype=np.int64)
+        XT = np.empty((0, n), dtype=np.float32)
     shift = np.zeros((n, p, n_values))
     # split by trees, the first group writes shift and the others their own arrays; split
     # by features, every group writes its part of shift
@@ -317,5 +347,5 @@ def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarra
                   forest.left, forest.right, forest.kids, forest.feature,
                   forest.threshold,
                   forest.missing_left, forest.value, forest.offsets, forest.max_depth, X32,
-                  counts, targets, n_groups, by_feature)
+                  local, columns, column_start, XT, counts, targets, n_groups, by_feature)
     return shift
