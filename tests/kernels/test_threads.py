@@ -95,11 +95,15 @@ def test_bench_sized_inputs_are_split_into_tasks_for_two_threads():
     chunks, _ = path_dependent.work_split(10**6, 100, 10**6 * 20 * 8)
     assert chunks >= 100
     assert interventional.tree_groups(300, 30 * 10 * 8) >= 4
-    assert projection.work_split(300, 10, 2000 * 10 * 8, 40 << 20) == (4, False)
-    # p = 200: a shift array is half the forest, so the features are split instead
-    assert projection.work_split(300, 200, 1000 * 200 * 8, 3 << 20) == (4, True)
-    # few features and an output too large to copy: one group (memory before speed)
-    assert projection.work_split(300, 10, 10**10, 10**10) == (1, False)
+    for threads in (1, 2):  # groups of trees, whose sums differ in their last bits, follow
+        # from the sizes only
+        assert projection.work_split(300, 10, 2000 * 10 * 8, 40 << 20, threads) == (4, False)
+        # few features and an output too large to copy: one group (memory before speed)
+        assert projection.work_split(300, 10, 10**10, 10**10, threads) == (1, False)
+    # p = 200: a shift array is half the forest, so the features are split instead, on more
+    # than one thread (the bits of one group, test below)
+    assert projection.work_split(300, 200, 1000 * 200 * 8, 3 << 20, 2) == (4, True)
+    assert projection.work_split(300, 200, 1000 * 200 * 8, 3 << 20, 1) == (1, False)
 
 
 def test_groups_of_trees_add_up_to_the_whole_forest(regression):
