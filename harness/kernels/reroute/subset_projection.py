@@ -27,14 +27,16 @@ the descent, keyed by the sum of its leaves' hashes at every level from its dept
 of its nodes at any deeper level is fixed once it is reached, so this keying is one-to-one);
 the descent therefore only branches where kept variables still split below. Node sets are
 hashed as sums of 64-bit hashes (collision probability about 2**-64 per pair of distinct
-sets) into an open-addressing table per (subset, tree). What depends on the forest only (node
-hashes, leaf-hash sums, depths) is computed once (:func:`descent_tables`); per (subset, tree)
+sets) into an open-addressing table per (subset, tree). What depends on the forest only (leaf-hash
+sums, depths) is computed once (:func:`descent_tables`); per (subset, tree)
 every row descends at once (:func:`_kept_descents`). Keys are exact sums modulo 2**64 and
 every cell receives its in-bag rows in row order, so none of this changes a bit of the result
 (issue 20: one SHAFF explain at p = 200 with 300 trees took 345 CPU s with one walk per row
 and per-subset tables, 119 CPU s with these). A kept split partitions its rows without a
-branch (their directions are unpredictable), each (subset, tree) uses a part of the table
-sized to its in-bag keys, and the in-bag counts are read tree by tree (a column copied once
+branch (their directions are unpredictable), each parallel group's table grows with the
+cells it holds (a few thousand slots on the p = 200 bench forest: 2 × 0.5 MB less at 2
+threads than tables sized for a key per in-bag row and level, at the same speed), and the
+in-bag counts are read tree by tree (a column copied once
 per (subset, tree)): 3.0 s against 2.1 s for 60 random subsets of the p = 200 bench forest,
 one thread, the same bits.
 """
@@ -49,10 +51,10 @@ from numba import njit
 from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, left_bit
 from harness.kernels.reroute.projection import (
-    add_to_level_tables,
     deepest_shared_slot,
     node_hash,
     table_size,
+    table_slot,
 )
 
 #: Interleaved groups of subsets of :func:`projected_oob_predictions`, one parallel task
@@ -67,10 +69,12 @@ def descent_tables(left, right, offsets):
     """What every projection of the forest reads, per packed node: once per forest, as none
     of it depends on the subset (children come after their parent in the arrays).
 
+    The node's own hash, :func:`~harness.kernels.reroute.projection.node_hash`, is not
+    kept: the descents compute it once per node they enter (8 bytes a node less, 0.46 MB on
+    the p = 200 bench forest).
+
     Returns
     -------
-    hashes : ndarray of uint64 (n_nodes,)
-        :func:`~harness.kernels.reroute.projection.node_hash` of the node.
     leaf_sums : ndarray of uint64 (n_nodes,)
         Sum of the hashes of the leaves below the node (its own for a leaf): the key of a
         subtree reached whole.
@@ -82,24 +86,22 @@ def descent_tables(left, right, offsets):
     """
     n_trees = offsets.size - 1
     n_nodes = offsets[n_trees]
-    hashes = np.empty(n_nodes, dtype=np.uint64)
     leaf_sums = np.empty(n_nodes, dtype=np.uint64)
     depth = np.zeros(n_nodes, dtype=np.int32)
     tree_depth = np.zeros(n_trees, dtype=np.int64)
     for t in range(n_trees):
         start = offsets[t]
         for at in range(start, offsets[t + 1]):
-            hashes[at] = node_hash(at)
             tree_depth[t] = max(tree_depth[t], depth[at])
             if left[at] != -1:
                 depth[start + left[at]] = depth[at] + 1
                 depth[start + right[at]] = depth[at] + 1
         for at in range(offsets[t + 1] - 1, start - 1, -1):
             if left[at] == -1:
-                leaf_sums[at] = hashes[at]
+                leaf_sums[at] = node_hash(at)
             else:
                 leaf_sums[at] = leaf_sums[start + left[at]] + leaf_sums[start + right[at]]
-    return hashes, leaf_sums, depth, tree_depth
+    return leaf_sums, depth, tree_depth
 
 
 @njit(cache=True)
@@ -113,7 +115,7 @@ def _mark_kept_below(left, right, feature, start, size, keep, below):
 
 
 @njit(cache=True)
-def _kept_descents(left, right, feature, threshold, missing, start, X32, keep, below, hashes,
+def _kept_descents(left, right, feature, threshold, missing, start, X32, keep, below,
                    leaf_sums, depth, n_depths, internal, terminal, deepest, segments, stack_node,
                    stack_first, stack_count, stack_mark):
     """Descend every row of ``X32`` at once through the tree at ``start``, applying only the
@@ -131,8 +133,8 @@ def _kept_descents(left, right, feature, threshold, missing, start, X32, keep, b
     in a loop of the node instead of a branch of a row's own walk (the kernel 2.7 times
     faster at p = 200). A segment lives until its node's subtree is done (``stack_mark``): the live
     segments are those of a path's kept splits, at most ``n (max_depth + 2)`` entries.
-    ``below`` is indexed by the tree's local node ids, the :func:`descent_tables` (``hashes``,
-    ``leaf_sums``, ``depth``) by packed ids; the tree has ``n_depths`` depths.
+    ``below`` is indexed by the tree's local node ids, the :func:`descent_tables` (``leaf_sums``,
+    ``depth``) and the node hashes by packed ids; the tree has ``n_depths`` depths.
     """
     n = X32.shape[0]
     internal[:n_depths] = 0
@@ -158,7 +160,7 @@ def _kept_descents(left, right, feature, threshold, missing, start, X32, keep, b
             for q in range(first, first + count):
                 terminal[d, segments[q]] += value
             continue
-        value = hashes[at]
+        value = node_hash(at)
         for q in range(first, first + count):
             r = segments[q]
             internal[d, r] += value
@@ -205,8 +207,40 @@ def _row_level_keys(internal, terminal, deepest, row, keys):
 
 
 @njit(cache=True, nogil=True)
+def _filled_table(table_keys, stamps, weights, sums, generation, internal, terminal, deepest,
+                  tree_counts, targets, keys):
+    """Open a cell stamped ``generation`` for every level key of every in-bag row (count
+    ``tree_counts[i]`` > 0) and add the row's weighted targets to it, rows in order. False,
+    and the table left to be replaced, when the cells would fill more than half of it (the
+    caller then passes a table twice as large). A function of its own, so that the kernel
+    rebinds its table only between fills: rebinding arrays inside the rows' loop had numba
+    count references at every access (3.3× the time)."""
+    mask = table_keys.size - 1
+    opened = 0
+    for i in range(tree_counts.size):  # in row order: the cells' sums are added in that order
+        weight = np.float64(tree_counts[i])
+        if weight == 0.0:
+            continue
+        n_levels = _row_level_keys(internal, terminal, deepest, i, keys)
+        for level in range(n_levels):  # the row joins its cell at every level
+            at = table_slot(table_keys, stamps, generation, keys[level], mask)
+            if stamps[at] != generation:  # a cell not yet opened
+                opened += 1
+                if 2 * opened > mask + 1:
+                    return False
+                stamps[at] = generation
+                table_keys[at] = keys[level]
+                weights[at] = 0.0
+                sums[at, :] = 0.0
+            weights[at] += weight
+            for c in range(targets.shape[1]):
+                sums[at, c] += weight * targets[i, c]
+    return True
+
+
+@njit(cache=True, nogil=True)
 def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_depth, X32,
-                         counts, targets, keep, hashes, leaf_sums, depth, tree_depth,
+                         counts, targets, keep, leaf_sums, depth, tree_depth,
                          n_groups, largest, capacity, total, n_walked_up, first_group,
                          last_group):
     """Groups ``first_group, ..., last_group - 1`` of :func:`projected_oob_predictions`, each
@@ -231,7 +265,7 @@ def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_
         stack_mark = np.empty(largest + 1, dtype=np.int64)
         keys = np.empty(max_depth + 2, dtype=np.uint64)
         tree_counts = np.empty(n, dtype=counts.dtype)
-        table_keys = np.empty(capacity, dtype=np.uint64)
+        table_keys = np.empty(capacity, dtype=np.uint64)  # grown as _filled_table asks
         stamps = np.zeros(capacity, dtype=np.int64)
         weights = np.empty(capacity)
         sums = np.empty((capacity, n_values))
@@ -243,27 +277,22 @@ def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_
                 _mark_kept_below(left, right, feature, start, offsets[t + 1] - start, keep[s],
                                  below)
                 _kept_descents(left, right, feature, threshold, missing, start, X32, keep[s],
-                               below, hashes, leaf_sums, depth, tree_depth[t] + 1, internal,
+                               below, leaf_sums, depth, tree_depth[t] + 1, internal,
                                terminal, deepest, segments, stack_node, stack_first,
                                stack_count, stack_mark)
                 generation += 1  # a new table for every (subset, tree)
-                for i in range(n):  # the tree's column, read three times below
+                for i in range(n):  # the tree's column, read two times below
                     tree_counts[i] = counts[i, t]
-                # its part of the table: a power of two above the in-bag rows' keys (a
-                # table that fits the cache; 7 % on the p = 200 forest)
-                n_keys = 0
-                for i in range(n):
-                    if tree_counts[i] != 0:
-                        n_keys += deepest[i] + 2
-                mask = min(table_size(n_keys, 16), capacity) - 1
-                for i in range(n):  # in row order: the cells' sums are added in that order
-                    weight = tree_counts[i]
-                    if weight == 0:
-                        continue
-                    n_levels = _row_level_keys(internal, terminal, deepest, i, keys)
-                    add_to_level_tables(table_keys, stamps, weights, sums, generation, mask,
-                                        keys, 0, n_levels, np.float64(weight), targets,
-                                        i)
+                while not _filled_table(table_keys, stamps, weights, sums, generation,
+                                        internal, terminal, deepest, tree_counts, targets,
+                                        keys):
+                    # more cells than half the table: twice the size, and fill it anew
+                    size = 2 * table_keys.size
+                    table_keys = np.empty(size, dtype=np.uint64)
+                    stamps = np.zeros(size, dtype=np.int64)
+                    weights = np.empty(size)
+                    sums = np.empty((size, n_values))
+                mask = table_keys.size - 1
                 for i in range(n):
                     if tree_counts[i] != 0:
                         continue
@@ -283,7 +312,7 @@ def _projected_oob_tasks(left, right, feature, threshold, missing, offsets, max_
 class SubsetProjector:
     """Projections of one forest on variable subsets, for one set of training rows: what every
     call shares (the forest's descent tables, the in-bag counts tree by tree, the tables'
-    capacity) is computed once, by :meth:`build`, so that a caller that projects its
+    first size) is computed once, by :meth:`build`, so that a caller that projects its
     subsets in chunks (:func:`harness.estimators.shaff.streamed_shapley`) pays it once."""
 
     forest: PackedForest
@@ -294,6 +323,8 @@ class SubsetProjector:
     targets: np.ndarray
     tables: tuple
     largest: int
+    #: the tables' first size (a power of two above the largest tree's nodes); a group's
+    #: table doubles whenever a (subset, tree) opens more cells than half of it
     capacity: int
 
     @classmethod
@@ -301,13 +332,14 @@ class SubsetProjector:
               targets: np.ndarray) -> SubsetProjector:
         """See :func:`projected_oob_predictions` for the arguments."""
         tables = descent_tables(forest.left, forest.right, forest.offsets)
-        # a table holds the keys of one tree's in-bag rows, at most one per level of the
-        # tree and row: sized for the largest tree, not for n rows at the forest's depth
-        tree_depth = tables[3]
-        in_bag_rows = np.count_nonzero(counts, axis=0)
-        n_keys = int((in_bag_rows * (tree_depth + 2)).max(initial=0))
-        return cls(forest, X32, np.ascontiguousarray(counts), targets, tables,
-                   int(np.diff(forest.offsets).max(initial=1)), int(table_size(n_keys, 16)))
+        # a table holds the distinct cells of one tree's in-bag rows, over the levels of
+        # their descents: as many as the nodes they reach for the set of all variables, up
+        # to a key per row and level for others. Sized by growing (load at most 1/2), not by
+        # that bound: on the p = 200 bench forest the bound asked 16 384 slots (0.5 MB per
+        # parallel group), where the cells fill about 1 000
+        largest = int(np.diff(forest.offsets).max(initial=1))
+        return cls(forest, X32, np.ascontiguousarray(counts), targets, tables, largest,
+                   int(table_size(largest, 16)))
 
     def predictions(self, keep: np.ndarray,
                     n_groups: int | None = None) -> tuple[np.ndarray, np.ndarray]:
