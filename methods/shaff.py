@@ -114,7 +114,7 @@ class SHAFF(OOBMethod):
             if not forest.classifier else "Shapley effect of the class-probability vector",
             std=std,
             extra={"std_of": "mean over rows", "n_rows_scored": int(n_rows),
-                   "n_subsets_used": int(len(subsets.keep)),
+                   "n_subsets_used": int(len(subsets.sets)),
                    "n_subsets_drawn": int(n_subsets),
                    "sampling": self.params["sampling"],
                    "n_players": int(players.sum()),
@@ -124,5 +124,5 @@ class SHAFF(OOBMethod):
                    # over every projected prediction, v̂(∅)'s included (which never walk
                    # up: every in-bag row shares the one cell of no variable)
                    "walked_up_share": float(terms.walked_up / max(
-                       1, (len(subsets.keep) + 2) * inputs.inbag.n_oob_trees.sum()))},
+                       1, (len(subsets.sets) + 2) * inputs.inbag.n_oob_trees.sum()))},
         )

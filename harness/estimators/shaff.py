@@ -68,15 +68,65 @@ from harness.core.errors import InvalidParameterError
 from harness.forest.packed import PackedForest
 from harness.kernels.reroute.subset_projection import SUBSET_GROUPS, SubsetProjector
 
+#: Sets per block when :class:`PackedSets` are read or rewritten whole.
+SET_BLOCK = 256
+
+
+@dataclass(frozen=True)
+class PackedSets:
+    """Variable sets, one row of bits each (``np.packbits`` along the variables): a bit per
+    (set, variable), an eighth of a bool matrix. SHAFF holds its sets from the design to the
+    last chunk of projections: at p = 200, its default 4 401 sets take 0.11 MB so, 0.88 MB
+    as bools. Read as bools a block of sets at a time (``sets[rows]``)."""
+
+    bits: np.ndarray  # uint8 (m, ceil(p / 8))
+    n_features: int
+
+    @classmethod
+    def of(cls, keep: np.ndarray) -> PackedSets:
+        """The sets of a bool (m, p) matrix."""
+        keep = np.asarray(keep, dtype=bool)
+        return cls(np.packbits(keep, axis=-1), keep.shape[-1])
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.bits), self.n_features
+
+    def __len__(self) -> int:
+        return len(self.bits)
+
+    def __getitem__(self, rows) -> np.ndarray:
+        """The sets ``rows`` (an index, a slice or an index array) as bools."""
+        return np.unpackbits(self.bits[rows], axis=-1, count=self.n_features).view(bool)
+
+    def columns(self, chosen: np.ndarray) -> PackedSets:
+        """The sets restricted to the variables ``chosen`` (bool (p,)), block by block."""
+        width = int(np.count_nonzero(chosen))
+        bits = np.empty((len(self), (width + 7) // 8), dtype=np.uint8)
+        for rows in _chunks(len(self), SET_BLOCK):
+            bits[rows] = np.packbits(self[rows][:, chosen], axis=-1)
+        return PackedSets(bits, width)
+
+    def sizes(self) -> np.ndarray:
+        """|U| of every set, block by block."""
+        return np.concatenate([self[rows].sum(axis=1) for rows in _chunks(len(self), SET_BLOCK)]
+                              or [np.zeros(0, dtype=np.int64)])
+
 
 @dataclass
 class SubsetDesign:
-    """The subsets U (rows of ``keep``) and their regression weights."""
+    """The subsets U (rows of ``sets``) and their regression weights."""
 
-    keep: np.ndarray  # bool (m, p)
+    sets: PackedSets  # (m, p)
     weight: np.ndarray  # (m,)
     enumerated: bool
     players: np.ndarray  # bool (p,): the variables the forest splits on
+
+    @property
+    def keep(self) -> np.ndarray:
+        """Every set as a bool (m, p) matrix (for inspection: SHAFF reads ``sets`` a block
+        at a time)."""
+        return self.sets[:]
 
 
 def shapley_kernel(p: int, size: np.ndarray) -> np.ndarray:
@@ -254,15 +304,15 @@ def design(forest: PackedForest, n_subsets: int, path_depth: int,
     index = np.flatnonzero(players)
     p = len(index)
 
-    def spread(rows: np.ndarray) -> np.ndarray:
+    def spread(rows: np.ndarray) -> PackedSets:
         """Rows over the players, written over all the forest's variables."""
         full = np.zeros((len(rows), forest.n_features), dtype=bool)
         full[:, index] = rows
-        return full
+        return PackedSets.of(full)
 
     if p == 0:
-        return SubsetDesign(np.zeros((0, forest.n_features), dtype=bool), np.zeros(0),
-                            enumerated=True, players=players)
+        return SubsetDesign(PackedSets.of(np.zeros((0, forest.n_features), dtype=bool)),
+                            np.zeros(0), enumerated=True, players=players)
     if 2**p - 2 <= n_subsets:
         keep = all_subsets(p)
         return SubsetDesign(spread(keep), shapley_kernel(p, keep.sum(axis=1)),
@@ -319,12 +369,12 @@ class ShapleyRegression:
     #: (n_sizes, p): weighted mean indicator of the sets of each size
     mean_design: np.ndarray
 
-    def weighted_centred(self, keep: np.ndarray, rows: slice) -> np.ndarray:
+    def weighted_centred(self, keep: np.ndarray | PackedSets, rows: slice) -> np.ndarray:
         """2 w(U) z̃_U for the sets ``keep[rows]``, one row each."""
         return 2.0 * self.weight[rows, None] * (keep[rows] - self.mean_design[self.group[rows]])
 
 
-def shapley_regression(keep: np.ndarray, weight: np.ndarray,
+def shapley_regression(keep: np.ndarray | PackedSets, weight: np.ndarray,
                        chunk: int = 256) -> ShapleyRegression:
     """The linear map of the regression, factorised: Sh = A v + v_full / p.
 
@@ -339,7 +389,7 @@ def shapley_regression(keep: np.ndarray, weight: np.ndarray,
     regression is underdetermined and is refused (no minimum-norm answer that would look
     like an estimate). Z̃ᵀ W M = 0 because the weighted column sums of Z̃ vanish within
     every size, so the centring of v can be dropped: A = inverse · 2 Z̃ᵀ W. Z̃ is formed
-    ``chunk`` sets at a time.
+    ``chunk`` sets at a time, from a bool (n_sets, p) matrix or :class:`PackedSets`.
 
     Raises
     ------
@@ -349,7 +399,9 @@ def shapley_regression(keep: np.ndarray, weight: np.ndarray,
     n_rows, p = keep.shape
     scale = weight.max() if len(weight) else 1.0
     w = weight / scale
-    _, group = np.unique(keep.sum(axis=1), return_inverse=True)
+    sizes = [keep[rows].sum(axis=1) for rows in _chunks(n_rows, chunk)]
+    _, group = np.unique(np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64),
+                         return_inverse=True)
     total = np.bincount(group, weights=w)
     share = w / total[group]  # weight of a row within its size
     mean_design = np.zeros((len(total), p))
@@ -485,13 +537,13 @@ def streamed_shapley(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
     the effects are the inverse KKT block times that sum, plus (v̂(all) − v̂(∅)) / p. The
     empty and the full set are projected first.
     """
-    n_features = subsets.keep.shape[1]
+    n_features = subsets.sets.shape[1]
     ends = np.vstack([np.zeros((1, n_features), dtype=bool),
                       np.ones((1, n_features), dtype=bool)])
     projector = SubsetProjector.build(forest, X32, counts, targets)  # once for every chunk
     (empty, full), walked_ends = explained_shares(projector, n_oob, ends)
     players = subsets.players
-    keep = subsets.keep if players.all() else subsets.keep[:, players]
+    keep = subsets.sets if players.all() else subsets.sets.columns(players)
     walked_up = int(walked_ends.sum())
     if not players.any():
         effects = np.zeros((0, len(empty)))
@@ -503,7 +555,7 @@ def streamed_shapley(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
         # Σ_U 2 w(U) z̃_U (v̂(U) − v̂(∅)), by row
         weighted_sum = np.zeros((keep.shape[1], len(empty)))
         for rows in _chunks(len(keep), chunk):
-            explained, walked = explained_shares(projector, n_oob, subsets.keep[rows])
+            explained, walked = explained_shares(projector, n_oob, subsets.sets[rows])
             explained -= empty
             centred = regression.weighted_centred(keep, rows).T
             for block in _chunks(explained.shape[1], PRODUCT_COLUMNS):  # small temporaries

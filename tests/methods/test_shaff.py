@@ -16,6 +16,7 @@ import harness
 from harness.api import load_dataset
 from harness.estimators import shaff as shaff_estimators
 from harness.estimators.shaff import (
+    PackedSets,
     all_subsets,
     design,
     projected_game,
@@ -211,6 +212,24 @@ def test_the_streamed_chunks_hold_one_game_at_a_time(monkeypatch):
                 shaff_estimators.GAME_CHUNK_BYTES // (n_rows * 8))
     assert len(in_use) >= 4  # the ends, then at least three chunks
     assert max(in_use[2:]) - in_use[1] < chunk * n_rows * 8 / 2, in_use
+
+
+def test_packed_sets_read_back_as_the_bool_matrix():
+    """The design holds its sets as bits (an eighth of the bools, for as long as SHAFF
+    runs); read back by blocks, restricted to some variables or counted, they must be the
+    bool matrix's."""
+    rng = np.random.default_rng(3)
+    keep = rng.random((700, 203)) < rng.random((700, 1))  # p not a multiple of 8
+    sets = PackedSets.of(keep)
+    assert sets.shape == keep.shape and len(sets) == 700
+    assert sets.bits.nbytes == 700 * 26
+    np.testing.assert_array_equal(sets[:], keep)
+    np.testing.assert_array_equal(sets[5], keep[5])
+    np.testing.assert_array_equal(sets[100:357], keep[100:357])
+    np.testing.assert_array_equal(sets.sizes(), keep.sum(axis=1))
+    chosen = rng.random(203) < 0.6
+    np.testing.assert_array_equal(sets.columns(chosen)[:], keep[:, chosen])
+    assert sets[:].dtype == bool
 
 
 @pytest.mark.parametrize("n_subsets", [1000, 24])
