@@ -320,7 +320,7 @@ def _run_bench_runner(args) -> int:
 
 
 def _run_bench_scaling(args) -> int:
-    from harness.bench.scaling import BUDGET, QUICK, run_scaling, scaling_record
+    from harness.bench.scaling import BUDGET, MIN_SPAN, QUICK, run_scaling, scaling_record
 
     budget = args.budget if args.budget is not None else (
         QUICK["budget"] if args.quick else BUDGET)
@@ -339,7 +339,8 @@ def _run_bench_scaling(args) -> int:
     written = registry.write_scaling_report(out)
     points = result["points"]
     skipped = points[points["status"] != "ok"]
-    print("fitted exponents (time ~ size^k; stated in brackets; * disagrees):")
+    print(f"fitted exponents (time ~ size^k; stated in brackets; * disagrees; ? sizes span "
+          f"less than {MIN_SPAN:g}x, not judged):")
     print(_exponent_table(result["exponents"]).to_string())
     print(f"base point: {result['settings']['base']}; {int((points['status'] == 'ok').sum())} "
           f"points timed, {len(skipped)} not ({', '.join(sorted(set(skipped['status'])))}"
@@ -353,7 +354,10 @@ def _exponent_table(exponents):
         if row.exponent != row.exponent:  # NaN: no fit
             return "-"
         stated = "" if row.stated != row.stated else f" [{row.stated:g}]"
-        return f"{row.exponent:.2f}{stated}{'*' if row.agrees is False else ''}"
+        mark = "*" if row.agrees is False else ""
+        if row.agrees is None and stated and "not judged" in str(row.note):
+            mark = "?"
+        return f"{row.exponent:.2f}{stated}{mark}"
 
     table = exponents.assign(cell=[cell(row) for row in exponents.itertuples()])
     return table.pivot(index="method", columns="axis", values="cell").fillna("-")

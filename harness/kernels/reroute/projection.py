@@ -168,7 +168,7 @@ def _group_shift(left, right, kids, feature, threshold, missing, value, offsets,
     (:mod:`harness.kernels.tree_columns`: ``local``, ``columns``, ``column_start``) instead of
     ``X32`` and ``feature``: the same walks and sums, the same bits.
     """
-    n, p = X32.shape
+    n = X32.shape[0]
     compact = XT.shape[0] > 0
     widest = 1
     for t in range(first_tree, last_tree):
