@@ -102,7 +102,7 @@ def test_bench_sized_inputs_are_split_into_tasks_for_two_threads():
         assert projection.work_split(300, 10, 10**10, 10**10, threads) == (1, False)
     # p = 200: a shift array is half the forest, so the features are split instead, on more
     # than one thread (the bits of one group, test below)
-    assert projection.work_split(300, 200, 1000 * 200 * 8, 3 << 20, 2) == (4, True)
+    assert projection.work_split(300, 200, 1000 * 200 * 8, 3 << 20, 2) == (2, True)
     assert projection.work_split(300, 200, 1000 * 200 * 8, 3 << 20, 1) == (1, False)
 
 
@@ -181,6 +181,39 @@ def test_the_idle_core_estimate_is_the_busiest_thread():
             pass
         spent = bench.thread_cpu_seconds()[me] - readings[me]
         assert 0.002 <= spent < 1.0
+
+
+def test_feature_groups_share_the_first_split_covers_by_cache_lines():
+    """The work of a feature in the projections is the rows through the nodes where a path
+    first splits on it (oracle: a recursive walk of scikit-learn's trees); the groups take
+    whole blocks of 8 features (a cache line of a shift row) and their loads differ by at
+    most the heaviest block's."""
+    X, y = make_friedman1(n_samples=300, n_features=40, random_state=2)
+    model = RandomForestRegressor(n_estimators=6, max_depth=8, random_state=0).fit(X, y)
+    expected = np.zeros(40)
+    for estimator in model.estimators_:
+        tree = estimator.tree_
+
+        def walk(node, above, tree=tree):
+            if tree.children_left[node] < 0:
+                return
+            j = tree.feature[node]
+            if j not in above:
+                expected[j] += tree.weighted_n_node_samples[node]
+            for child in (tree.children_left[node], tree.children_right[node]):
+                walk(child, above | {j})
+
+        walk(0, frozenset())
+    forest = forest_view(model).packed
+    work = projection.first_split_covers(forest.left, forest.right, forest.feature,
+                                         forest.cover, forest.offsets, forest.n_features)
+    np.testing.assert_allclose(work, expected, rtol=1e-12)
+    group = projection.feature_groups(forest, 2)
+    assert set(group.tolist()) == {0, 1}
+    assert all(len(set(group[b:b + 8].tolist())) == 1 for b in range(0, 40, 8))
+    blocks = np.add.reduceat(work, np.arange(0, 40, 8))
+    loads = np.bincount(group, weights=work, minlength=2)
+    assert abs(loads[0] - loads[1]) <= blocks.max()
 
 
 def test_sobol_projections_split_by_features_equal_one_group(monkeypatch):
