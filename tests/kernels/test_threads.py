@@ -183,30 +183,19 @@ def test_the_idle_core_estimate_is_the_busiest_thread():
         assert 0.002 <= spent < 1.0
 
 
-def test_feature_groups_share_the_first_split_covers_by_cache_lines():
-    """The work of a feature in the projections is the rows through the nodes where a path
-    first splits on it (oracle: a recursive walk of scikit-learn's trees); the groups take
-    whole blocks of 8 features (a cache line of a shift row) and their loads differ by at
-    most the heaviest block's."""
+def test_feature_groups_share_the_split_covers_by_cache_lines():
+    """The work of a feature in the projections is taken as the rows through the nodes that
+    split on it (oracle: scikit-learn's trees); the groups take whole blocks of 8 features
+    (a cache line of a shift row) and their loads differ by at most the heaviest block's."""
     X, y = make_friedman1(n_samples=300, n_features=40, random_state=2)
     model = RandomForestRegressor(n_estimators=6, max_depth=8, random_state=0).fit(X, y)
     expected = np.zeros(40)
     for estimator in model.estimators_:
         tree = estimator.tree_
-
-        def walk(node, above, tree=tree):
-            if tree.children_left[node] < 0:
-                return
-            j = tree.feature[node]
-            if j not in above:
-                expected[j] += tree.weighted_n_node_samples[node]
-            for child in (tree.children_left[node], tree.children_right[node]):
-                walk(child, above | {j})
-
-        walk(0, frozenset())
+        split = tree.children_left >= 0
+        np.add.at(expected, tree.feature[split], tree.weighted_n_node_samples[split])
     forest = forest_view(model).packed
-    work = projection.first_split_covers(forest.left, forest.right, forest.feature,
-                                         forest.cover, forest.offsets, forest.n_features)
+    work = projection.split_covers(forest)
     np.testing.assert_allclose(work, expected, rtol=1e-12)
     group = projection.feature_groups(forest, 2)
     assert set(group.tolist()) == {0, 1}

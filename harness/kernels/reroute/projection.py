@@ -314,59 +314,23 @@ def _projected_oob_tasks(left, right, kids, feature, threshold, missing, value, 
                          feature_group, shift if g == 0 else others[g - 1])
 
 
-@njit(cache=True)
-def first_split_covers(left, right, feature, cover, offsets, n_features):
-    """Per feature j, the training rows (covers) of the nodes where a root path first splits
-    on j: the rows whose descents the projection along j redoes (a depth-first walk of each
-    tree, counting the splits on each feature along the current path)."""
-    work = np.zeros(n_features)
-    largest = 1
-    for t in range(offsets.size - 1):
-        largest = max(largest, offsets[t + 1] - offsets[t])
-    stack = np.empty(largest + 1, dtype=np.int64)
-    stack_depth = np.empty(largest + 1, dtype=np.int64)
-    path = np.empty(largest + 1, dtype=np.int64)  # the features split on above the node
-    on_path = np.zeros(n_features, dtype=np.int64)
-    for t in range(offsets.size - 1):
-        start = offsets[t]
-        top, length = 0, 0
-        stack[0], stack_depth[0] = 0, 0
-        while top >= 0:
-            node, d = stack[top], stack_depth[top]
-            top -= 1
-            while length > d:  # back up to the node's parent
-                length -= 1
-                on_path[path[length]] -= 1
-            at = start + node
-            if left[at] == -1:
-                continue
-            j = feature[at]
-            if on_path[j] == 0:
-                work[j] += cover[at]
-            on_path[j] += 1
-            path[length] = j
-            length += 1
-            stack[top + 1], stack_depth[top + 1] = right[at], d + 1
-            stack[top + 2], stack_depth[top + 2] = left[at], d + 1
-            top += 2
-        while length > 0:
-            length -= 1
-            on_path[path[length]] -= 1
-    return work
+def split_covers(forest: PackedForest) -> np.ndarray:
+    """Per feature j, the training rows (covers) of the nodes that split on j: about the
+    rows whose descents the projection along j redoes."""
+    internal = forest.left >= 0
+    return np.bincount(forest.feature[internal], weights=forest.cover[internal],
+                       minlength=forest.n_features)
 
 
 def feature_groups(forest: PackedForest, n_groups: int) -> np.ndarray:
     """Group of each feature when the projections are split by features, with about equal
-    work per group: the work of feature j taken as the training rows of the nodes where a
-    path first splits on j (:func:`first_split_covers`), blocks of 8 neighbouring features
-    (a cache line of ``shift[row]``, which only one group then writes) assigned heaviest
-    first to the lightest group so far. Features interleaved (j mod 2) between 2 threads
-    wrote the same cache lines (the p = 200 case: 0.138 s on 2 threads, where each group
-    alone took 0.115 s on one); contiguous halves of the covers of every split on j left
-    one group 0.124 s of work and the other 0.101 s."""
-    work = first_split_covers(forest.left, forest.right, forest.feature, forest.cover,
-                              forest.offsets, forest.n_features)
-    blocks = np.add.reduceat(work, np.arange(0, forest.n_features, 8))
+    work per group (:func:`split_covers`): blocks of 8 neighbouring features (a cache line
+    of ``shift[row]``, which only one group then writes) assigned heaviest first to the
+    lightest group so far. Features interleaved (j mod 2) between 2 threads wrote the same
+    cache lines: on the p = 200 case, 0.138 s on 2 threads where each group alone took
+    0.115 s on one; contiguous halves of the covers left one group 0.124 s of work and the
+    other 0.101 s; these blocks, 0.109 and 0.112 s."""
+    blocks = np.add.reduceat(split_covers(forest), np.arange(0, forest.n_features, 8))
     group_of_block = np.zeros(len(blocks), dtype=np.int64)
     load = np.zeros(n_groups)
     for b in np.argsort(-blocks, kind="stable"):
