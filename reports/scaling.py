@@ -77,8 +77,9 @@ def _exponents_html(settings: dict, exponents: pd.DataFrame) -> str:
             f"time on log size over the points above {1e3 * settings['floor_seconds']:g} ms "
             f"and {settings.get('floor_factor', 2.0):g} times the axis's fastest point; points "
             f"predicted over {settings['budget_seconds']:g} s skipped (reasons in "
-            f"scaling.csv); agreement within ±{settings['tolerance']:g}, judged over sizes "
-            f"spanning at least {settings.get('min_span', 4.0):g}x.</p>")
+            f"scaling.csv); agreement within ±{settings['tolerance']:g}"
+            + (f", judged over sizes spanning at least {settings['min_span']:g}x"
+               if "min_span" in settings else "") + ".</p>")
     shown = exponents.pivot_table(index="method", columns="axis", values="exponent",
                                   aggfunc="first", dropna=False)
     stated = exponents.pivot_table(index="method", columns="axis", values="stated",

@@ -107,10 +107,13 @@ FLOOR_FACTOR = 2.0
 SUSPECT = 2.0  # a single long run this many times its prediction is run once more
 SECOND_POINT = 5.0  # the second point of an axis may take up to this many budgets
 TOLERANCE = 0.35  # largest |fitted - stated| exponent said to agree
-#: ... over sizes spanning at least this ratio: over a narrower span, a 25 % error in a
-#: time (a busy core) moves the slope by log(1.25) / log(span), above 0.16 for a span of 4;
-#: a span of 2 (p = 5 and 10 only, the budget stopping there) was read as a disagreement
-MIN_SPAN = 4.0
+#: ... over sizes spanning at least this ratio (two neighbours of the n, p and trees grids,
+#: 3 to 3.3x apart): a 25 % error in a time (a busy core) moves the slope by
+#: log(1.25) / log(span), 0.2 at a span of 3, 0.32 at 2 (p = 5 and 10 only, where the
+#: budget stopped an axis, were read as disagreements), 0.41 at the 1.7x that the depth
+#: axis spans above its noise floor (mean leaf depths 5.9 to 10.2: trees of 1000 rows stop
+#: deepening near 10)
+MIN_SPAN = 3.0
 MAX_SLOPE = 3.0  # cap of the slope used to predict the next point's time
 #: the time the exponents are fitted on: the process's CPU time, which other processes
 #: holding the core do not inflate as they do the wall time (on one thread it is the work)

@@ -53,7 +53,8 @@ def test_exponents_are_least_squares_slopes_above_the_floor(points):
 
 def test_a_span_of_sizes_too_short_is_not_judged():
     """Two sizes 2x apart (a budget that stopped an axis early): a 25 % noise moves their
-    slope by 0.32, so the exponent is shown but not called a disagreement; at 4x, judged."""
+    slope by 0.32, so the exponent is shown but not called a disagreement; at 3x and more
+    (here 4x), judged."""
     two = [{**row, "size": x, "x": x} for row, x in zip(
         _points("short", np.array([0.1, 0.12])), (5.0, 10.0))]
     four = [{**row, "size": x, "x": x} for row, x in zip(
@@ -61,7 +62,7 @@ def test_a_span_of_sizes_too_short_is_not_judged():
     table = fit_exponents(pd.DataFrame(two + four, columns=list(POINT_COLUMNS)),
                           {"short": {"n": 1}, "wider": {"n": 1}}).set_index("method")
     assert table.at["short", "agrees"] is None
-    assert "not judged: sizes 5 to 10 span less than 4x" in table.at["short", "note"]
+    assert "not judged: sizes 5 to 10 span less than 3x" in table.at["short", "note"]
     assert table.at["wider", "agrees"] is False  # slope 0.16 against 1, over 4x
 
 
