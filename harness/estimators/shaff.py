@@ -68,7 +68,7 @@ from harness.core.errors import InvalidParameterError
 from harness.forest.packed import PackedForest
 from harness.kernels.reroute.subset_projection import SUBSET_GROUPS, SubsetProjector
 
-#: Sets per block when :class:`PackedSets` are read or rewritten whole.
+#: Sets per block when :class:`PackedSets` are rewritten whole.
 SET_BLOCK = 256
 
 
@@ -76,8 +76,8 @@ SET_BLOCK = 256
 class PackedSets:
     """Variable sets, one row of bits each (``np.packbits`` along the variables): a bit per
     (set, variable), an eighth of a bool matrix. SHAFF holds its sets from the design to the
-    last chunk of projections: at p = 200, its default 4 401 sets take 0.11 MB so, 0.88 MB
-    as bools. Read as bools a block of sets at a time (``sets[rows]``)."""
+    last chunk of projections: at p = 200, its default 4 401 sets take 0.11 MB as bits,
+    0.88 MB as bools. Read as bools a block of sets at a time (``sets[rows]``)."""
 
     bits: np.ndarray  # uint8 (m, ceil(p / 8))
     n_features: int
@@ -106,11 +106,6 @@ class PackedSets:
         for rows in _chunks(len(self), SET_BLOCK):
             bits[rows] = np.packbits(self[rows][:, chosen], axis=-1)
         return PackedSets(bits, width)
-
-    def sizes(self) -> np.ndarray:
-        """|U| of every set, block by block."""
-        return np.concatenate([self[rows].sum(axis=1) for rows in _chunks(len(self), SET_BLOCK)]
-                              or [np.zeros(0, dtype=np.int64)])
 
 
 @dataclass

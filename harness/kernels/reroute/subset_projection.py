@@ -27,18 +27,18 @@ the descent, keyed by the sum of its leaves' hashes at every level from its dept
 of its nodes at any deeper level is fixed once it is reached, so this keying is one-to-one);
 the descent therefore only branches where kept variables still split below. Node sets are
 hashed as sums of 64-bit hashes (collision probability about 2**-64 per pair of distinct
-sets) into an open-addressing table per (subset, tree). What depends on the forest only (leaf-hash
-sums, depths) is computed once (:func:`descent_tables`); per (subset, tree)
-every row descends at once (:func:`_kept_descents`). Keys are exact sums modulo 2**64 and
-every cell receives its in-bag rows in row order, so none of this changes a bit of the result
+sets) into an open-addressing table per (subset, tree). What depends on the forest only
+(leaf-hash sums, depths) is computed once (:func:`descent_tables`); per (subset, tree) every
+row descends at once (:func:`_kept_descents`). Keys are exact sums modulo 2**64 and every
+cell receives its in-bag rows in row order, so none of this changes a bit of the result
 (issue 20: one SHAFF explain at p = 200 with 300 trees took 345 CPU s with one walk per row
 and per-subset tables, 119 CPU s with these). A kept split partitions its rows without a
-branch (their directions are unpredictable), each parallel group's table grows with the
-cells it holds (a few thousand slots on the p = 200 bench forest: 2 × 0.5 MB less at 2
-threads than tables sized for a key per in-bag row and level, at the same speed), and the
-in-bag counts are read tree by tree (a column copied once
-per (subset, tree)): 3.0 s against 2.1 s for 60 random subsets of the p = 200 bench forest,
-one thread, the same bits.
+branch (their directions are unpredictable), and the in-bag counts are read tree by tree (a
+column copied once per (subset, tree)): 3.0 s against 2.1 s for 60 random subsets of the
+p = 200 bench forest, one thread, the same bits. Each parallel group's table grows with the
+cells it holds (:func:`_filled_table`; up to 4096 slots on the p = 200 bench forest, where
+tables sized for a key per in-bag row and level took 16 384: 0.4 MB less per thread, at the
+same speed).
 """
 
 from __future__ import annotations
@@ -133,8 +133,9 @@ def _kept_descents(left, right, feature, threshold, missing, start, X32, keep, b
     in a loop of the node instead of a branch of a row's own walk (the kernel 2.7 times
     faster at p = 200). A segment lives until its node's subtree is done (``stack_mark``): the live
     segments are those of a path's kept splits, at most ``n (max_depth + 2)`` entries.
-    ``below`` is indexed by the tree's local node ids, the :func:`descent_tables` (``leaf_sums``,
-    ``depth``) and the node hashes by packed ids; the tree has ``n_depths`` depths.
+    ``below`` is indexed by the tree's local node ids, the :func:`descent_tables`
+    (``leaf_sums``, ``depth``) and the node hashes by packed ids; the tree has ``n_depths``
+    depths.
     """
     n = X32.shape[0]
     internal[:n_depths] = 0
