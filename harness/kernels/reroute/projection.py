@@ -122,6 +122,23 @@ def table_slot(table_keys, table_stamp, generation, key, mask):
 
 
 @njit(cache=True, inline="always")
+def open_cell(table_keys, table_stamp, table_weight, table_sum, generation, at, key):
+    """Stamp slot ``at`` with ``generation`` as the empty cell of ``key``."""
+    table_stamp[at] = generation
+    table_keys[at] = key
+    table_weight[at] = 0.0
+    table_sum[at, :] = 0.0
+
+
+@njit(cache=True, inline="always")
+def add_to_cell(table_weight, table_sum, at, weight, targets, row):
+    """Add ``weight`` copies of ``targets[row]`` to the cell in slot ``at``."""
+    table_weight[at] += weight
+    for c in range(targets.shape[1]):
+        table_sum[at, c] += weight * targets[row, c]
+
+
+@njit(cache=True, inline="always")
 def add_to_level_tables(table_keys, table_stamp, table_weight, table_sum, generation, mask,
                         keys, first, n_levels, weight, targets, row):
     """Add an in-bag row (``weight`` copies of ``targets[row]``) to the cell of each of its
@@ -130,13 +147,9 @@ def add_to_level_tables(table_keys, table_stamp, table_weight, table_sum, genera
     for level in range(first, first + n_levels):
         at = table_slot(table_keys, table_stamp, generation, keys[level], mask)
         if table_stamp[at] != generation:
-            table_stamp[at] = generation
-            table_keys[at] = keys[level]
-            table_weight[at] = 0.0
-            table_sum[at, :] = 0.0
-        table_weight[at] += weight
-        for c in range(targets.shape[1]):
-            table_sum[at, c] += weight * targets[row, c]
+            open_cell(table_keys, table_stamp, table_weight, table_sum, generation, at,
+                      keys[level])
+        add_to_cell(table_weight, table_sum, at, weight, targets, row)
 
 
 @njit(cache=True)

@@ -51,8 +51,10 @@ from numba import njit
 from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, left_bit
 from harness.kernels.reroute.projection import (
+    add_to_cell,
     deepest_shared_slot,
     node_hash,
+    open_cell,
     table_size,
     table_slot,
 )
@@ -229,13 +231,8 @@ def _filled_table(table_keys, stamps, weights, sums, generation, internal, termi
                 opened += 1
                 if 2 * opened > mask + 1:
                     return False
-                stamps[at] = generation
-                table_keys[at] = keys[level]
-                weights[at] = 0.0
-                sums[at, :] = 0.0
-            weights[at] += weight
-            for c in range(targets.shape[1]):
-                sums[at, c] += weight * targets[i, c]
+                open_cell(table_keys, stamps, weights, sums, generation, at, keys[level])
+            add_to_cell(weights, sums, at, weight, targets, i)
     return True
 
 
