@@ -282,6 +282,12 @@ def _predict(history: list[tuple[float, float]], size: float, stated: float | No
     return last_t * (size / last_x) ** min(max(slopes), MAX_SLOPE)
 
 
+def short_span(x_min: float, x_max: float) -> bool:
+    """Whether sizes from ``x_min`` to ``x_max`` span too little to judge an exponent
+    (:data:`MIN_SPAN`)."""
+    return x_max < MIN_SPAN * x_min
+
+
 def fit_exponents(points: pd.DataFrame, stated: dict[str, dict[str, float | None]],
                   floor: float = FLOOR, tolerance: float = TOLERANCE) -> pd.DataFrame:
     """Least-squares slope of log CPU seconds on log size per (method, axis), over the points
@@ -309,7 +315,7 @@ def fit_exponents(points: pd.DataFrame, stated: dict[str, dict[str, float | None
                 float)), x_min=float(timed["x"].min()), x_max=float(timed["x"].max()))
             if claim is not None:
                 row["difference"] = row["exponent"] - claim
-                if row["x_max"] < MIN_SPAN * row["x_min"]:  # noise alone moves the slope
+                if short_span(row["x_min"], row["x_max"]):  # noise alone moves the slope
                     short = (f"not judged: sizes {row['x_min']:g} to {row['x_max']:g} span "
                              f"less than {MIN_SPAN:g}x")
                     row["note"] = f"{row['note']}; {short}" if row["note"] else short

@@ -350,12 +350,14 @@ def _run_bench_scaling(args) -> int:
 
 
 def _exponent_table(exponents):
+    from harness.bench.scaling import short_span
+
     def cell(row) -> str:
         if row.exponent != row.exponent:  # NaN: no fit
             return "-"
         stated = "" if row.stated != row.stated else f" [{row.stated:g}]"
         mark = "*" if row.agrees is False else ""
-        if row.agrees is None and stated and "not judged" in str(row.note):
+        if row.agrees is None and stated and short_span(row.x_min, row.x_max):
             mark = "?"
         return f"{row.exponent:.2f}{stated}{mark}"
 

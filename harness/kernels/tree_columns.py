@@ -36,6 +36,22 @@ def compact_walks(X32: np.ndarray, n_columns: int, n_trees: int) -> bool:
     return X32.nbytes > COMPACT_BYTES and n_columns <= COMPACT_SHARE * p * max(n_trees, 1)
 
 
+def walk_columns(left, feature, offsets, X32: np.ndarray) -> tuple:
+    """``(split_on, columns, column_start, XT)`` for walks over the trees ``left``,
+    ``feature``, ``offsets`` (a packed forest's) of the rows ``X32``: each tree's own columns
+    (:func:`tree_columns`) and the rows' feature-major copy when :func:`compact_walks` says
+    so; else ``feature`` itself, no columns and an empty ``XT`` (the tables are built only
+    for rows past ``COMPACT_BYTES``)."""
+    n, p = X32.shape
+    n_trees = offsets.size - 1
+    if X32.nbytes > COMPACT_BYTES:
+        local, columns, column_start = tree_columns(left, feature, offsets, p)
+        if compact_walks(X32, columns.size, n_trees):
+            return local, columns, column_start, np.ascontiguousarray(X32.T)
+    return (feature, np.empty(0, dtype=np.int64), np.zeros(n_trees + 1, dtype=np.int64),
+            np.empty((0, n), dtype=np.float32))
+
+
 @njit(cache=True)
 def tree_columns(left, feature, offsets, n_features):
     """Number each tree's split features as its columns ``0, 1, ...`` (first use first).

@@ -31,7 +31,7 @@ def _reroute(left, right, feature, threshold, missing, start, X32, row, node, j,
     at = start + np.uint64(node)
     while left[at] != -1:
         f = feature[at]
-        x = np.float64(x_j) if f == j else np.float64(X32[row, np.uint64(max(f, 0))])
+        x = np.float64(x_j) if f == j else np.float64(X32[row, np.uint64(f)])
         node = left[at] if goes_left(x, threshold[at], missing, at) else right[at]
         at = start + np.uint64(node)
     return node

@@ -31,7 +31,7 @@ from numba import njit
 from harness.forest.packed import PackedForest, left_bit
 from harness.forest.permutations import GOLDEN64, MUL64_B, mix64
 from harness.kernels.reroute.permutation import path_pairs
-from harness.kernels.tree_columns import compact_walks, gather_tree_rows, tree_columns
+from harness.kernels.tree_columns import gather_tree_rows, walk_columns
 from harness.kernels.tree_groups import TREE_GROUPS, sum_by_groups
 
 _ZERO, _ONE, _TWO = np.uint64(0), np.uint64(1), np.uint64(2)
@@ -377,13 +377,9 @@ def projected_oob_shift(forest: PackedForest, X32: np.ndarray, counts: np.ndarra
     n_values = forest.value.shape[1]
     n_groups, by_feature = work_split(forest.n_trees, p, n * p * n_values * 8, forest.nbytes,
                                       numba.get_num_threads())
-    local, columns, column_start = tree_columns(forest.left, forest.feature, forest.offsets, p)
-    if compact_walks(X32, columns.size, forest.n_trees):  # each tree walks its own columns
-        XT = np.ascontiguousarray(X32.T)
-    else:
-        local, columns = forest.feature, np.empty(0, dtype=np.int64)
-        column_start = np.zeros(forest.n_trees + 1, dtype=np.int64)
-        XT = np.empty((0, n), dtype=np.float32)
+    # wide rows: each tree walks its own columns
+    local, columns, column_start, XT = walk_columns(forest.left, forest.feature,
+                                                    forest.offsets, X32)
     shift = np.zeros((n, p, n_values))
     group = (feature_groups(forest, n_groups) if by_feature
              else np.zeros(p, dtype=np.int64))  # every feature in each group of trees
