@@ -24,15 +24,16 @@ class MDABreimanCutler(OOBMethod):
     per tree and F_D ≤ D features on a path: each OOB row's path is walked once per tree and
     re-routed, for each feature on it, from its first split on that feature
     (:mod:`harness.kernels.reroute.permutation`); features a tree never splits on cost
-    nothing, so the work does not grow with p but for coding the rows, O(n p), below the
-    walks up to p = 10⁴ at n = 1000, T = 100, D = 8.
+    nothing, so the walks do not grow with p. Plus O(n p) for coding the rows and checking
+    them against the training rows, below the walks up to p = 10⁴ at n = 1000, T = 100,
+    D = 8: stated (0, 1) on p, the slope of such a sum lying between its terms' orders.
     """
 
     name = "mda_bc"
     scope = "global"
     family = "mda"
     summary = "Breiman-Cutler MDA: per-tree OOB permutation importance"
-    complexity = {"n": 1, "p": 0, "trees": 1, "depth": None}
+    complexity = {"n": 1, "p": (0, 1), "trees": 1, "depth": None}
     # the limit E[L(Y, m(X_pij))] - E[L(Y, m(X))] of the Bayes model m is >= 0 for each loss
     # offered (2 V[Y] ST_j for squared error and independent inputs)
     value_range = (0.0, None)

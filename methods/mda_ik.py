@@ -23,14 +23,14 @@ class MDAIshwaranKogalur(OOBMethod):
     Complexity: as ``mda_bc``, O(T n_oob D (1 + F_D)) re-routing (the forest's OOB output is
     read from the leaves that walk reaches), plus O(n p) for the (p, n) output shifts and the
     per-(row, feature) OOB losses, which dominates the growth in p from p ≈ 10³ on (at
-    n = 1000, T = 100, D = 8).
+    n = 1000, T = 100, D = 8): stated (0, 1) on p, the walks' order and the output's.
     """
 
     name = "mda_ik"
     scope = "global"
     family = "mda"
     summary = "Ishwaran-Kogalur MDA: OOB ensemble permutation importance"
-    complexity = {"n": 1, "p": 1, "trees": 1, "depth": None}
+    complexity = {"n": 1, "p": (0, 1), "trees": 1, "depth": None}
     parameters = {"loss": LOSS_PARAM}
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:

@@ -25,7 +25,8 @@ class MDI(Method):
 
     Complexity: O(T (N_t + p)) for T trees of N_t nodes (one vectorised pass over each
     tree's internal nodes, Louppe et al. 2013, Eq. 1, and a count of length p per tree); no
-    row is read (n^0). Per tree it is a sum over nodes, N_t ~ 2^D for depth D (no power of D).
+    row is read (n^0). Per tree it is a sum over nodes, N_t ~ 2^D for depth D (no power of D);
+    in p, stated (0, 1): the nodes' pass, then the count of length p.
     """
 
     name = "mdi"
@@ -33,7 +34,7 @@ class MDI(Method):
     family = "mdi"
     multi_output = True  # of the multi-output impurity the trees were grown with
     summary = "global MDI (Louppe et al. 2013, Eq. 1), impurity units"
-    complexity = {"n": 0, "p": 0, "trees": 1, "depth": None}
+    complexity = {"n": 0, "p": (0, 1), "trees": 1, "depth": None}
     # a sum of weighted impurity decreases, each >= 0 (also in the normalised form)
     value_range = (0.0, None)
     parameters = {

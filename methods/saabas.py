@@ -35,7 +35,7 @@ class Saabas(Method):
     Complexity: O(n (T D C + p)) for n rows, T trees of depth D and C outputs carried (1 for
     one class): one root-to-leaf walk per (row, tree), as a predict (Saabas 2014; Lundberg
     et al. 2020, Sec. 2.4 call it O(T D) per row), plus the (n, p) output, which dominates
-    from p ≈ T D on.
+    from p ≈ T D on: stated (0, 1) on p, the walks' order and the output's.
     """
 
     name = "saabas"
@@ -43,7 +43,7 @@ class Saabas(Method):
     family = "path contributions"
     multi_output = True
     summary = "Saabas path contributions; bias + Σ = prediction"
-    complexity = {"n": 1, "p": 1, "trees": 1, "depth": 1}
+    complexity = {"n": 1, "p": (0, 1), "trees": 1, "depth": 1}
     parameters = {"output": OUTPUT_PARAM}
     rows_independent = True  # each row's path alone: explained in blocks (Method.explain)
 

@@ -40,14 +40,15 @@ class SobolMDA(OOBMethod):
     does not split on cost nothing, so the walks do not grow with p (wide rows are walked
     on each tree's own columns, :mod:`harness.kernels.tree_columns`). Plus O(n p) for the
     (n, p) shifts and per-(row, feature) loss increases whose spread gives the standard
-    error, which dominates the growth in p from p ≈ 10³ on at n = 1000, T = 100, D = 8.
+    error, which dominates the growth in p from p ≈ 10³ on at n = 1000, T = 100, D = 8:
+    stated (0, 1) on p, the walks' order and the shifts'.
     """
 
     name = "sobol_mda"
     scope = "global"
     family = "sobol_mda"
     summary = "Sobol-MDA: total Sobol index by projected OOB forests"
-    complexity = {"n": 1, "p": 1, "trees": 1, "depth": None}
+    complexity = {"n": 1, "p": (0, 1), "trees": 1, "depth": None}
     # ST_j = E[V(m(X) | X_-j)] / V[Y] lies in [0, 1]; so does the classification form,
     # since sum_k E[V(P_k | X_-j)] <= sum_k V(P_k) <= sum_k V(1[Y = k])
     value_range = (0.0, 1.0)

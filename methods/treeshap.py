@@ -72,7 +72,8 @@ class TreeSHAP(Method):
     O(T L D²) per row, Lundberg et al. 2020, Sec. 2.4); N_t ~ 2^D is no power of D. Plus
     O(n p) for the (n, p) output (zeroed, summed over the tree groups, divided by T), which
     dominates the growth in p from p ≈ 10³ on at n = 1000, T = 100, D = 8 (a tree loads only
-    the features it splits on, so the walks do not grow with p). Interventional: O(n T B L D) at
+    the features it splits on, so the walks do not grow with p): stated (0, 1) on p, the
+    walks' order and the output's. Interventional: O(n T B L D) at
     most for B background rows and L leaves (Lundberg et al. 2020, "Interventional Tree
     SHAP", is O(n T B L) walks of a row and a background row); here one walk of a tree for
     64 rows and 64 background rows enters only the nodes that a pair with no feature failed
@@ -85,7 +86,7 @@ class TreeSHAP(Method):
     requires = ("shap",)
     multi_output = True
     summary = "TreeSHAP, path-dependent or interventional (float64 kernels, or shap)"
-    complexity = {"n": 1, "p": 1, "trees": 1, "depth": None}
+    complexity = {"n": 1, "p": (0, 1), "trees": 1, "depth": None}
     parameters = {
         "perturbation": Param(
             "tree_path_dependent",

@@ -19,6 +19,8 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
 
+from harness.core.complexity import stated_label
+
 from .base import ReportSection, new_figure, save_figure, table_html, title_above, write_csv
 from .palette import method_colours
 
@@ -77,23 +79,28 @@ def _exponents_html(settings: dict, exponents: pd.DataFrame) -> str:
             f"time on log size over the points above {1e3 * settings['floor_seconds']:g} ms "
             f"and {settings.get('floor_factor', 2.0):g} times the axis's fastest point; points "
             f"predicted over {settings['budget_seconds']:g} s skipped (reasons in "
-            f"scaling.csv); agreement within ±{settings['tolerance']:g}"
+            f"scaling.csv); agreement within ±{settings['tolerance']:g} of the stated "
+            f"exponent (or of the range of a sum's exponents)"
             + (f", judged over sizes spanning at least {settings['min_span']:g}x"
                if "min_span" in settings else "") + ".</p>")
     shown = exponents.pivot_table(index="method", columns="axis", values="exponent",
                                   aggfunc="first", dropna=False)
-    stated = exponents.pivot_table(index="method", columns="axis", values="stated",
-                                   aggfunc="first", dropna=False)
+    if "stated_low" not in exponents:  # a table of a bench before stated ranges
+        exponents = exponents.assign(stated_low=exponents["stated"])
+    labels = exponents.assign(label=[stated_label(low, high) for low, high in zip(
+        exponents["stated_low"].astype(float), exponents["stated"].astype(float))])
+    stated = labels.pivot_table(index="method", columns="axis", values="label",
+                                aggfunc="first", dropna=False)
     cells = pd.DataFrame(index=shown.index)
     for axis in shown.columns:
         cells[axis] = [_cell(shown.at[m, axis], stated.at[m, axis] if m in stated.index
-                             and axis in stated.columns else np.nan) for m in shown.index]
+                             and axis in stated.columns else "") for m in shown.index]
     return note + table_html(cells.reset_index())
 
 
-def _cell(fitted: float, stated: float) -> str:
+def _cell(fitted: float, stated: str) -> str:
     text = "–" if not np.isfinite(fitted) else f"{fitted:.2f}"
-    return text + ("" if not np.isfinite(stated) else f" (stated {stated:g})")
+    return text + (f" (stated {stated})" if isinstance(stated, str) and stated else "")
 
 
 def write_scaling_report(table: Path) -> list[Path]:

@@ -351,11 +351,13 @@ def _run_bench_scaling(args) -> int:
 
 def _exponent_table(exponents):
     from harness.bench.scaling import short_span
+    from harness.core.complexity import stated_label
 
     def cell(row) -> str:
         if row.exponent != row.exponent:  # NaN: no fit
             return "-"
-        stated = "" if row.stated != row.stated else f" [{row.stated:g}]"
+        label = stated_label(getattr(row, "stated_low", row.stated), row.stated)
+        stated = f" [{label}]" if label else ""
         mark = "*" if row.agrees is False else ""
         if row.agrees is None and stated and short_span(row.x_min, row.x_max):
             mark = "?"

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from harness.core.complexity import Stated
 from harness.core.params import Param, validate_params
 from harness.core.spec import format_spec
 from harness.core.types import Importances, Scope, Task
@@ -113,11 +114,13 @@ class Method:
     #: The stated order of the method's cost, machine-readable: the exponent k of each size
     #: axis in time ∝ size^k (``n`` rows read, ``p`` features, ``trees`` in the forest,
     #: ``depth`` of its trees), the others at ``python -m harness bench --scaling``'s base
-    #: point and sample counts fixed; the order of the term that dominates the growth (the
-    #: bench fits it above a noise floor); None where the cost is no power of that size
+    #: point and sample counts fixed; where the cost is a sum of terms of different orders in
+    #: that size, the tuple of their exponents (e.g. ``(0, 1)``: walks that do not grow with
+    #: p plus an (n, p) output), whose range bounds the measured slope at every size
+    #: (:mod:`harness.core.complexity`); None where the cost is no power of that size
     #: (e.g. 2^depth leaves). The class docstring's "Complexity" paragraph gives the full
     #: order and its source.
-    complexity: ClassVar[dict[str, float | None]] = {}
+    complexity: ClassVar[dict[str, Stated]] = {}
     #: True when a local method's values of row i are a function of row i alone, given the
     #: ``_rows_context`` drawn once from all rows (and the same numbers whichever other rows
     #: are explained with it, to the bit): such a method implements ``_explain_rows``, and

@@ -27,6 +27,7 @@ from sklearn.datasets import make_friedman1
 from sklearn.ensemble import RandomForestRegressor
 
 from harness.core import registry
+from harness.core.complexity import outside_range, stated_label, stated_range
 from harness.forest.view import forest_view
 from harness.run.inputs import validate_explain_inputs
 
@@ -62,6 +63,11 @@ N_CASES = {
 #: number of rows they explain (the OOB method reads the 1000 training rows)
 TREE_CASES = {"mdi": 1_000, "local_mdi": 16_000, "saabas": 16_000, "treeshap": 1_000,
               "mda_bc": None}
+#: methods whose cost is a sum of terms on the p axis, timed at p = 10 and 2560 on this many
+#: rows (a forest of TREES trees trying sqrt(p) features per split)
+P_CASES = {"local_mdi": 4_000, "saabas": 4_000, "treeshap": 500, "sobol_mda": 1_000,
+           "mda_bc": 1_000, "mda_ik": 1_000, "mdi": 1_000}
+P_SIZES = (10, 2_560)
 RUN_BUDGET = 0.3  # seconds of timed runs per case, beyond the first MIN_RUNS
 MIN_RUNS, MAX_RUNS = 3, 7
 
@@ -125,10 +131,13 @@ def measured_slope(small, large, ratio: float) -> float:
     return math.log(best_large / best_small) / math.log(ratio)
 
 
-def _stated(method, axis: str) -> float:
-    exponent = method.complexity.get(axis)
-    assert exponent is not None, f"{method.name} states no exponent on the {axis} axis"
-    return exponent
+def _check(method, axis: str, slope: float, where: str) -> None:
+    """``slope`` within TOLERANCE of the stated exponent, or of the range of a sum's."""
+    claim = stated_range(method.complexity.get(axis))
+    assert claim is not None, f"{method.name} states no exponent on the {axis} axis"
+    assert abs(outside_range(slope, *claim)) <= TOLERANCE, (
+        f"{method.name}: time grows as {axis}^{slope:.2f} {where}; its docstring states "
+        f"{axis}^({stated_label(*claim)})")
 
 
 def test_every_method_has_a_case_and_states_n():
@@ -137,6 +146,10 @@ def test_every_method_has_a_case_and_states_n():
         cls = registry.get_method_class(name)
         assert set(cls.complexity) == {"n", "p", "trees", "depth"}, name
         assert "Complexity" in (cls.__doc__ or ""), name
+        for axis, claim in cls.complexity.items():
+            stated_range(claim)  # a valid statement (raises otherwise)
+            if isinstance(claim, tuple):  # a sum of terms: its range is measured here
+                assert axis == "p" and name in P_CASES, (name, axis)
 
 
 @pytest.mark.parametrize("name", sorted(N_CASES))
@@ -152,10 +165,7 @@ def test_n_exponent_matches_the_stated_order(name, base):
     else:
         runs = [_runner(method, base, *_rows(n)) for n in (n_small, n_large)]
     slope = measured_slope(*runs, n_large / n_small)
-    stated = _stated(method, "n")
-    assert abs(slope - stated) <= TOLERANCE, (
-        f"{name}: time grows as n^{slope:.2f} from n = {n_small} to {n_large}; its "
-        f"docstring states n^{stated:g}")
+    _check(method, "n", slope, f"from n = {n_small} to {n_large}")
 
 
 @pytest.mark.parametrize("name", sorted(TREE_CASES))
@@ -168,10 +178,30 @@ def test_trees_exponent_matches_the_stated_order(name, base):
     large = _forest(X, y, trees=8).set_params(warm_start=True, n_estimators=64).fit(X, y)
     rows = (X, y) if method.rows == "train" else _rows(TREE_CASES[name])
     slope = measured_slope(_runner(method, small, *rows), _runner(method, large, *rows), 8)
-    stated = _stated(method, "trees")
-    assert abs(slope - stated) <= TOLERANCE, (
-        f"{name}: time grows as T^{slope:.2f} from 8 to 64 trees; its docstring states "
-        f"T^{stated:g}")
+    _check(method, "trees", slope, "from 8 to 64 trees")
+
+
+@pytest.mark.parametrize("name", sorted(P_CASES))
+def test_p_exponent_of_a_sum_lies_in_its_stated_range(name):
+    """The methods that state a cost flat in p plus a term linear in it, ``(0, 1)``: from p = 10
+    to 2560 (a 256x span, so that noise moves the slope by at most log(1.5) / log(256) =
+    0.07), their slope lies between 0 and 1. An O(n T p) pass hidden in the walks would
+    not fail this (its slope is at most 1 too: the size of a term is no exponent); a cost
+    growing faster than p, e.g. an O(p^2) table, would."""
+    method = registry.make_method(name)
+    method.prepare()
+    assert stated_range(method.complexity["p"]) == (0.0, 1.0), name
+    runs = []
+    for p in P_SIZES:
+        X, y = make_friedman1(n_samples=P_CASES[name], n_features=p, noise=1.0,
+                              random_state=0)
+        model = RandomForestRegressor(n_estimators=TREES, max_depth=DEPTH,
+                                      max_features="sqrt", random_state=0).fit(X, y)
+        rows = (X, y) if method.rows == "train" else make_friedman1(
+            n_samples=P_CASES[name], n_features=p, noise=1.0, random_state=1)
+        runs.append(_runner(method, model, *rows))
+    slope = measured_slope(*runs, P_SIZES[1] / P_SIZES[0])
+    _check(method, "p", slope, f"from p = {P_SIZES[0]} to {P_SIZES[1]}")
 
 
 def test_bench_skips_points_over_the_budget_and_says_why():

@@ -66,9 +66,32 @@ def test_a_span_of_sizes_too_short_is_not_judged():
     assert table.at["wider", "agrees"] is False  # slope 0.16 against 1, over 4x
 
 
+def test_a_sum_of_terms_is_judged_against_the_range_of_its_exponents():
+    """A method stating (0, 1) on p (flat walks plus an (n, p) output): t = 0.05 + 1e-5 p
+    agrees (slope between 0 and 1), t = 1e-8 p^2 does not; the same curve stated 1 alone
+    is judged against 1."""
+    sizes = np.array([10.0, 100.0, 1e3, 1e4])
+    sum_curve, square = 0.05 + 1e-5 * sizes, 1e-8 * sizes ** 2
+    rows = []
+    for method, seconds in (("sum", sum_curve), ("square", square), ("sum_as_1", sum_curve)):
+        rows += [{**row, "size": x, "x": x, "axis": "p"}
+                 for row, x in zip(_points(method, seconds, "p"), sizes)]
+    stated = {"sum": {"p": (0, 1)}, "square": {"p": (0, 1)}, "sum_as_1": {"p": 1}}
+    table = fit_exponents(pd.DataFrame(rows, columns=list(POINT_COLUMNS)),
+                          stated).set_index("method")
+    assert 0.0 < table.at["sum", "exponent"] < 1.0
+    assert table.at["sum", "agrees"] == True  # noqa: E712 (a numpy bool)
+    assert table.at["sum", "difference"] == 0.0
+    assert (table.at["sum", "stated_low"], table.at["sum", "stated"]) == (0.0, 1.0)
+    assert table.at["square", "agrees"] == False  # noqa: E712
+    assert table.at["square", "difference"] > 0.35
+    assert table.at["sum_as_1", "difference"] == pytest.approx(
+        table.at["sum", "exponent"] - 1.0)
+
+
 def test_run_report_shows_scaling_where_the_folder_has_it(run_folder, points):
     assert scaling.build(None, run_folder) == []  # no scaling.json: no section
-    exponents = fit_exponents(points, {"linear": {"n": 1}, "quadratic": {"n": 1}})
+    exponents = fit_exponents(points, {"linear": {"n": (0, 1)}, "quadratic": {"n": 1}})
     record = {"settings": {"base": {"n": 1000}, "dataset": "d", "model": "m", "repeat": 3,
                            "floor_seconds": 0.001, "floor_factor": 2.0, "budget_seconds": 1.0,
                            "tolerance": 0.35},
@@ -80,4 +103,5 @@ def test_run_report_shows_scaling_where_the_folder_has_it(run_folder, points):
     assert 'id="section-scaling"' in page
     assert 'src="scaling.png"' in page
     assert "2.00 (stated 1)" in page  # the quadratic method's fitted and stated exponents
+    assert "1.00 (stated 0 to 1)" in page  # a stated sum of terms shows its range
     assert {"scaling.png", "scaling_exponents.csv"} <= {path.name for path in written}
