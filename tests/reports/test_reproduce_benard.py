@@ -61,7 +61,8 @@ def test_the_by_block_note_follows_its_numbers():
     """The full-scale by-block note (too slow for the suite) from rows made up here: the
     trend between the first and last rows of leaves of 5 is read from blocks 2-5's distance
     to 0.45, and a row of larger leaves gets its own sentence with its own figures (at the
-    first n: whether they bring the ranking back)."""
+    first n, one sentence for the leaf sizes tried: whether any brings the ranking back;
+    at larger n, one for the leaves that grow with n)."""
     from harness.reports.targets._shaff_blocks import BlockRow
     from harness.reports.targets.benard2022_shaff import Benard2022SHAFF
 
@@ -76,13 +77,18 @@ def test_the_by_block_note_follows_its_numbers():
     closer = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), row(3000, 5, 0.40, 2),
                                         row(30_000, 300, 0.36, 5)])
     assert "came closer to its exact 0.45 (0.290 → 0.400)" in closer
-    assert "min_samples_leaf 300 at n = 30000" in closer
-    assert "top five shares 5 of 5 (against 1 at n = 1000)" in closer
+    assert ("top five shares 5 of 5 at n = 30000 (min_samples_leaf 300) (against 1 at "
+            "n = 1000)") in closer
+    assert "SHAFF's ranking converges as the forest's cells fill" in closer
     larger = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), row(1000, 20, 0.33, 2),
-                                        row(3000, 5, 0.19, 1)])
-    assert ("At n = 1000, leaves of 20 rows (25% walked up) leave the top five at 2 of 5"
-            in larger)
-    assert "so at this n the leaf size is not what loses the weak blocks" in larger
+                                        row(1000, 50, 0.45, 5), row(3000, 5, 0.19, 1)])
+    assert ("At n = 1000, leaves of 20 / 50 rows leave the top five at 2 / 5 of 5 (weak "
+            "signals 0.0110 / 0.0110, exact 0.015; blocks 2-5 get 0.330 / 0.450; 25% / 25% of "
+            "the projected predictions walked up).") in larger
+    assert "no leaf size tried" not in larger  # leaves of 50 brought the top five back
+    fewer = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), row(1000, 20, 0.33, 2),
+                                       row(3000, 5, 0.19, 1)])
+    assert ": at this n no leaf size tried brings the weak blocks back." in fewer
     assert "moved away from its exact 0.45 (0.290 → 0.190)" in larger
     assert "leaves that grow" not in larger
     # the other mtry reading at the page's n and leaves: its own sentence, and it is not
