@@ -62,7 +62,8 @@ class TreeSAGE(SageMethod):
     and Saabas contributions (:func:`harness.kernels.paths.saabas_paths`), O(M q²) for the
     regression on q = 2p + 1 or 4p + 1 controls, and O(T L (D + p)) tables per forest.
     With M fixed, the rows' part dominates from a few thousand rows on; M follows the
-    convergence rule unless ``thresh`` is never reached.
+    convergence rule unless ``thresh`` is never reached. Stated (1, 2) on p: the passes'
+    and tables' order and the control regression's.
     """
 
     name = "tree_sage"
@@ -70,7 +71,7 @@ class TreeSAGE(SageMethod):
     #    batch sized to the threshold: other samples, so other estimates, of the same values
     version = 2
     summary = "SAGE with tree-native coalition models (path-dependent or marginal)"
-    complexity = {"n": 1, "p": 1, "trees": 1, "depth": None}
+    complexity = {"n": 1, "p": (1, 2), "trees": 1, "depth": None}
     parameters = {
         "imputation": Param("path_dependent", (Options({"path_dependent", "marginal"}),),
                             "how features outside S are removed"),

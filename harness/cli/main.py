@@ -339,8 +339,9 @@ def _run_bench_scaling(args) -> int:
     written = registry.write_scaling_report(out)
     points = result["points"]
     skipped = points[points["status"] != "ok"]
-    print(f"fitted exponents (time ~ size^k; stated in brackets; * disagrees; ? sizes span "
-          f"less than {MIN_SPAN:g}x, not judged):")
+    print(f"fitted exponents (time ~ size^k; stated in brackets; * disagrees; ? not judged: "
+          f"sizes span less than {MIN_SPAN:g}x, or a slope below the stated order over points "
+          f"the flat part may dominate; notes in {written[0].name}):")
     print(_exponent_table(result["exponents"]).to_string())
     print(f"base point: {result['settings']['base']}; {int((points['status'] == 'ok').sum())} "
           f"points timed, {len(skipped)} not ({', '.join(sorted(set(skipped['status'])))}"
@@ -350,7 +351,6 @@ def _run_bench_scaling(args) -> int:
 
 
 def _exponent_table(exponents):
-    from harness.bench.scaling import short_span
     from harness.core.complexity import stated_label
 
     def cell(row) -> str:
@@ -359,7 +359,7 @@ def _exponent_table(exponents):
         label = stated_label(getattr(row, "stated_low", row.stated), row.stated)
         stated = f" [{label}]" if label else ""
         mark = "*" if row.agrees is False else ""
-        if row.agrees is None and stated and short_span(row.x_min, row.x_max):
+        if row.agrees is None and stated:  # shown, not judged (the note says why)
             mark = "?"
         return f"{row.exponent:.2f}{stated}{mark}"
 
