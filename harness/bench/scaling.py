@@ -17,14 +17,14 @@ Every registered method (its defaults, with the sample counts of the sampling me
 The data are Friedman #1 (``make_friedman1``, noise 1, its first five features relevant),
 the forest a ``RandomForestRegressor(max_features="sqrt", bootstrap=True)``. A point is the
 best of ``repeat`` runs of ``Method.explain`` alone (in the protocol's row blocks for a
-``rows_independent`` method; inputs validated, the method prepared and
-the forest's view built beforehand, as the runner does; one run once a run is longer than
-``LONG_RUN``), on one numba thread unless asked otherwise. Sizes ascend; a point whose
-predicted time (the last point's time times the size ratio to the power of the larger of
-the stated and the last measured slope) exceeds ``budget`` is skipped, and so is every larger
-one of that axis, with the reason in the table (the second point of an axis may take up to
-``SECOND_POINT`` budgets: two points make an exponent); so is a point whose forest would
-take longer than ``fit_budget`` to grow.
+``rows_independent`` method; inputs validated, the method prepared and the forest's view
+built beforehand, as the runner does; two runs once a run is longer than ``LONG_RUN``, one
+past ``VERY_LONG_RUN``), on one numba thread unless asked otherwise. Sizes ascend; a point
+whose predicted time (the last point's time times the size ratio to the power of the larger
+of the stated and the last measured slope) exceeds ``budget`` is skipped, and so is every
+larger one of that axis, with the reason in the table (the second point of an axis may take
+up to ``SECOND_POINT`` budgets: two points make an exponent); so is a point whose forest
+would take longer than ``fit_budget`` to grow.
 
 Each point has the best wall time and the best CPU time (``time.process_time``) of its
 runs. The exponent of a method on an axis is the order k of the part of its CPU time that
@@ -105,7 +105,10 @@ FIXED_WORK: dict[str, dict[str, Any]] = {
 DATASET = "make_friedman1(n_samples=n, n_features=p, noise=1.0)"
 MODEL = ("RandomForestRegressor(n_estimators=trees, max_depth=depth, max_features='sqrt', "
          "bootstrap=True)")
-LONG_RUN = 0.25  # seconds: a run this long is timed once (its noise is relatively small)
+#: seconds: a run this long is timed twice, and one past VERY_LONG_RUN once (single runs of
+#: 0.3-1.3 s of loco's refits varied by up to 50 % between bench runs on an idle machine)
+LONG_RUN = 0.25
+VERY_LONG_RUN = 2.0
 BUDGET = 1.0  # seconds: largest predicted time of one timed point
 FIT_BUDGET = 30.0  # seconds: largest predicted time to grow one point's forest
 FLOOR = 0.001  # seconds: points below are left out of the exponent fits
@@ -274,9 +277,12 @@ def _time_explain(method: Method, point: Point, repeat: int,
                                 block_rows=block_rows)
         best_cpu = min(best_cpu, time.process_time() - cpu)
         best, runs = min(best, result.time_explain), runs + 1
-        # a long run is timed once, unless far above its prediction: a compilation of a
-        # new specialisation, or another process holding the core, once more
-        if result.time_explain > LONG_RUN and not (runs == 1 and best > SUSPECT * predicted):
+        # a long run is timed twice (a very long one once), unless the first is far above
+        # its prediction: a compilation of a new specialisation, or another process
+        # holding the core, once more
+        long = (result.time_explain > VERY_LONG_RUN
+                or (result.time_explain > LONG_RUN and runs >= 2))
+        if long and not (runs == 1 and best > SUSPECT * predicted):
             break
     return best, best_cpu, runs
 
