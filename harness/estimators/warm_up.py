@@ -5,7 +5,9 @@ the methods whose kernels need a real fitted forest (in-bag counts, OOB rows, SA
 run their own ``_explain`` once per process on a forest of three shallow trees grown with
 bootstrap on 40 rows, for each task they support and each parameter setting in their
 ``warm_up_params`` whose kernels differ. numba then holds every signature that a real explain
-uses (inputs reach the kernels as C-contiguous float64, whatever the user passed).
+uses (inputs reach the kernels as C-contiguous float64, whatever the user passed); the
+kernels that only wide rows reach (:func:`harness.kernels.tree_columns.compile_kernels`) are
+compiled on their own.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 from harness.core.method import ExplainData, Method
+from harness.kernels.tree_columns import compile_kernels as compile_tree_columns
 
 N_ROWS, N_FEATURES = 40, 3
 
@@ -37,7 +40,9 @@ def tiny_problem(task: str) -> tuple[Any, np.ndarray, np.ndarray]:
 
 @functools.cache
 def warm_up(method_class: type[Method]) -> None:
-    """Explain the tiny forest of each supported task with each ``warm_up_params`` setting."""
+    """Explain the tiny forest of each supported task with each ``warm_up_params`` setting,
+    and compile the kernels the tiny rows do not reach."""
+    compile_tree_columns()
     for task in method_class.tasks:
         model, X, y = tiny_problem(task)
         data = ExplainData(X=X, y=y, feature_names=[f"x{j}" for j in range(N_FEATURES)],

@@ -15,6 +15,8 @@ features.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -50,6 +52,18 @@ def walk_columns(left, feature, offsets, X32: np.ndarray) -> tuple:
             return local, columns, column_start, np.ascontiguousarray(X32.T)
     return (feature, np.empty(0, dtype=np.int64), np.zeros(n_trees + 1, dtype=np.int64),
             np.empty((0, n), dtype=np.float32))
+
+
+@functools.cache
+def compile_kernels() -> None:
+    """Compile (or load from numba's cache) :func:`tree_columns` on a stump, once per
+    process: :func:`walk_columns` calls it only for rows past ``COMPACT_BYTES``, which no
+    warm-up's tiny rows reach, and a kernel missing from the cache makes every process that
+    prepares a method reaching this module compile it in a worker first
+    (:func:`harness.run.compile.cache_is_warm`)."""
+    stump = np.array([1, -1, -1], dtype=np.int64)
+    tree_columns(stump, np.array([0, -2, -2], dtype=np.int64),
+                 np.array([0, 3], dtype=np.int64), 1)
 
 
 @njit(cache=True)

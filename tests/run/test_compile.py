@@ -72,6 +72,25 @@ def test_a_kernel_called_only_from_an_inlined_one_is_no_entry_of_the_cache_check
     assert "_mask_chunks" not in entries and "_probe" not in entries
 
 
+def test_after_every_prepare_the_cache_holds_every_entry_kernel():
+    """Once each installed method is prepared (its warm-up run), numba's cache holds every
+    entry kernel its modules reach, including those that only wide rows call
+    (``tree_columns``): a kernel left out makes ``cache_is_warm`` false for good, and every
+    later process that prepares such a method first compiles it in a worker (seconds)."""
+    from harness.run.compile import _dispatchers, cache_is_warm
+    from harness.run.execute import prepare_methods
+    from harness.run.kernel_sources import cache_state
+
+    classes = [registry.get_method_class(name) for name in registry.method_names()
+               if not registry.get_method_class(name).missing_packages()]
+    prepare_methods(classes)
+    cold = sorted({f"{d.py_func.__module__}.{d.py_func.__name__}" for c in classes
+                   for d in _dispatchers(c) if d in _entry_dispatchers(c)
+                   and cache_state(d) in ("empty", "stale")})
+    assert cold == []
+    assert cache_is_warm(classes)
+
+
 def test_compile_command_covers_every_installed_method():
     from harness.cli.main import _methods_to_compile
 
