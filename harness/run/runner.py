@@ -195,7 +195,8 @@ def _run_cells(cells: list[Cell], store: Store, executor_obj, summary: RunSummar
     tasks = _prepare(todo, store, record, notify, limits)
     if compiling is not None:
         compiling.join()
-    prepare_methods({type(cell.method) for cell, _ in tasks})  # loaded from the cache
+    if executor_obj.cells_run_here:  # forked or in-process cells inherit them
+        prepare_methods({type(cell.method) for cell, _ in tasks})  # loaded from the cache
     notify("stage", f"explaining {len(tasks)} cells")
     executor_obj.run(tasks, record,
                      lambda cell, fraction: notify("progress", (cell, fraction)))

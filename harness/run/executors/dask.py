@@ -186,6 +186,9 @@ class DaskExecutor:
     """
 
     name = "dask"
+    #: cells run on the workers, each prepared there before its first cell (warm_up): the
+    #: runner does not load the kernels into its own process for them
+    cells_run_here = False
 
     def __init__(self, jobs: int = 1, timeout: float | None = None,
                  max_memory: float | None = None, scheduler: str | None = None,

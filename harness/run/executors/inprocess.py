@@ -10,6 +10,7 @@ class InProcessExecutor:
     """Run cells sequentially in the current process (no timeout, no isolation)."""
 
     name = "inprocess"
+    cells_run_here = True  # the runner prepares the methods here, before the first cell
 
     def __init__(self, **options) -> None:  # jobs, timeout, memory limits do not apply
         pass

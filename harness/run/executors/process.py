@@ -261,6 +261,7 @@ class ProcessExecutor:
     """
 
     name = "process"
+    cells_run_here = True  # forked cells inherit what the runner prepared
 
     def __init__(self, jobs: int = 1, timeout: float | None = None,
                  max_memory: float | None = None, **options) -> None:
