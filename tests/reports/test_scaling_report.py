@@ -57,7 +57,7 @@ def test_growth_fit_separates_the_flat_part_from_the_growing_one(k):
     fit returns k, a and c; the slope above twice the fastest point (the rule it replaced)
     reads less than k (between 0.5 and 1 x k), the bias that flagged a + c p costs."""
     x = np.array([5.0, 10, 30, 100, 300, 1000, 3000, 10_000])
-    a, c = 0.05, 0.05 / 1000.0 ** k  # c x^k reaches a at x = 1000
+    a, c = 0.05, 0.05 / 700.0 ** k  # c x^k reaches a at x = 700, between two sizes
     k_fit, a_fit, c_fit = growth_fit(x, a + c * x ** k)
     assert k_fit == pytest.approx(k, abs=1e-9)
     assert (a_fit, c_fit) == (pytest.approx(a, rel=1e-6), pytest.approx(c, rel=1e-6))
