@@ -28,21 +28,20 @@ would take longer than ``fit_budget`` to grow.
 
 Each point has the best wall time and the best CPU time (``time.process_time``) of its
 runs. The exponent of a method on an axis is the order k of the part of its CPU time that
-grows with the size: t ≈ a + c x^k fitted over all the axis's points (:func:`growth_fit`;
-a is the time that does not grow, the call's overhead and the other axes' work, which
-bends a plain log-log slope towards 0 wherever it is not negligible), where the axis has at
-least four points and grows by at least ``FLOOR_FACTOR``; elsewhere the least-squares
-slope of log CPU time against log size over the points at or above the axis's noise floor
+grows with the size: t ≈ a + c x^k fitted over all the axis's points (:func:`growth_fit`; a
+is the time that does not grow, the call's overhead and the other axes' work, which bends a
+plain log-log slope towards 0 wherever it is not negligible), where the axis has at least
+four points and grows by at least ``FLOOR_FACTOR``; elsewhere the least-squares slope of
+log CPU time against log size over the points at or above the axis's noise floor
 (``floor``, and ``FLOOR_FACTOR`` times the axis's fastest point), or over every point when
 fewer than two are above. Beside it, the order the method states
 (:attr:`harness.core.method.Method.complexity`) and whether they agree within
 ``tolerance``, judged where the sizes that carry the growth span at least ``MIN_SPAN``
 times (over a narrower span the noise alone moves the slope by more) and, for a slope over
 every point, only when it is above the statement (below, it is a lower bound: the slope of
-a + c x^k lies between 0 and k). CPU time because
-the machine may be shared: another process holding the core inflates the wall time of some
-points and bends the slope (on this 2-core machine at load 8, wall-time slopes were off by
-up to 0.6), not the CPU time.
+a + c x^k lies between 0 and k). CPU time because the machine may be shared: another
+process holding the core inflates the wall time of some points and bends the slope (on this
+2-core machine at load 8, wall-time slopes were off by up to 0.6), not the CPU time.
 
 The stated exponents count operations; two memory effects bend the measured curves where
 the operation count does not change: rows of p ≥ 1000 features span many cache lines, so
