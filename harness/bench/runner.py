@@ -313,6 +313,8 @@ def cpu_bound_seconds(before: dict[int, float], after: dict[int, float],
 
 #: Seconds that the paired runs of a short call take at least, and the most pairs
 PAIRED_BUDGET, MAX_PAIRED_RUNS = 2.0, 25
+#: Seconds under which a call runs once untimed after each switch of the thread count
+SWITCH_WARM_UP_BELOW = 0.25
 
 
 def timed_beside_one_thread(call: Callable[[], Any],
@@ -327,7 +329,12 @@ def timed_beside_one_thread(call: Callable[[], Any],
     ``MAX_PAIRED_RUNS`` pairs): the best of 3 runs of a 20 ms call on 2 threads caught a
     moment when the second core was free in some runs only (interventional TreeSHAP on A2:
     1.59x in a full bench, 1.92-1.94x as the best of 21; Sobol-MDA on the p = 200 case,
-    0.12 s on 2 threads: 1.59x as the best of 3 pairs, 1.76-1.77x as the best of 7)."""
+    0.12 s on 2 threads: 1.59x as the best of 3 pairs, 1.76-1.77x as the best of 7). A call
+    under ``SWITCH_WARM_UP_BELOW`` seconds also runs once untimed after each switch of the
+    count, so that each count is timed in the steady state a user calling it repeatedly
+    sees: the first 2-thread run after a 1-thread one was slower (path-dependent TreeSHAP on
+    B, best of 25 pairs: 6.3-6.5 ms alternating against 5.7 ms in a row, 11 ms on one thread
+    either way; issue 22, part 5)."""
     threads = numba.get_num_threads()
     best, results = [float("inf"), float("inf")], [None, None]
     cpu = [float("inf"), float("inf")]
@@ -336,6 +343,10 @@ def timed_beside_one_thread(call: Callable[[], Any],
         for run in range(max(repeat, MAX_PAIRED_RUNS)):
             for k, count in enumerate((threads, 1)):
                 numba.set_num_threads(count)
+                if min(best) < SWITCH_WARM_UP_BELOW:  # untimed: the first run after a switch
+                    start = time.perf_counter()
+                    call()
+                    spent += time.perf_counter() - start
                 before = thread_cpu_seconds()
                 start = time.perf_counter()
                 results[k] = call()

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 
+import numba
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris, make_friedman1
@@ -196,3 +198,30 @@ def test_treeinterpreter_is_not_run_on_regressors_where_its_release_fails():
     classifier = ExtraTreesClassifier(n_estimators=3, random_state=0).fit(Xc, yc)
     assert bench_tools.TOOLS["treeinterpreter"].refuses(classifier) is None
     treeinterpreter.predict(classifier, Xc)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_each_thread_count_is_timed_after_a_run_on_that_count(monkeypatch):
+    """A call whose first run after a switch of the thread count is slow (cold caches, a
+    sleeping pool thread) is timed in its steady state on both counts."""
+    monkeypatch.setattr(bench, "PAIRED_BUDGET", 0.0)
+    slow, fast = 0.2, 0.001
+    assert slow < bench.SWITCH_WARM_UP_BELOW
+    last_count = [numba.get_num_threads()]
+
+    def call():
+        count = numba.get_num_threads()
+        time.sleep(slow if count != last_count[0] else fast)
+        last_count[0] = count
+        return count
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        seconds, result, one_thread, one_result, _ = bench.timed_beside_one_thread(call, 2)
+    finally:
+        numba.set_num_threads(previous)
+    assert (result, one_result) == (2, 1)
+    # the slow first run after each switch is never the one kept (sleep overshoots by far
+    # less than the 0.1 s margin even on a busy machine)
+    assert seconds < slow / 2 and one_thread < slow / 2
