@@ -41,10 +41,11 @@ class BlockRow:
     weak_signals: float
     shared_top5: int
     seconds: float
+    noise_fraction: float = 0.1  # the noise's share of V[Y] in the data (the page's: 0.1)
 
 
-#: the page's forest: mtry = p/3, leaves of at least 5 rows
-PAGE_MTRY, PAGE_MIN_SAMPLES_LEAF = 0.33, 5
+#: the page's forest: mtry = p/3, leaves of at least 5 rows; the page's noise, 10 % of V[Y]
+PAGE_MTRY, PAGE_MIN_SAMPLES_LEAF, PAGE_NOISE = 0.33, 5, 0.1
 #: the two readings of the unstated mtry (randomForest's regression default p/3, ranger's
 #: √p), by their labels, as on the Sobol-MDA page
 MTRY_READINGS = {"p/3": PAGE_MTRY, "√p": "sqrt"}
@@ -65,7 +66,12 @@ def block_row(dataset, n_trees: int, seed: int,
               min_samples_leaf: int = PAGE_MIN_SAMPLES_LEAF, mtry: str = "p/3") -> BlockRow:
     """Fit the page's forest on ``dataset`` (5 equal blocks, the signals first in each), with
     leaves of at least ``min_samples_leaf`` rows and the ``mtry`` reading (a key of
-    :data:`MTRY_READINGS`), and sum SHAFF's effects (its defaults) by block."""
+    :data:`MTRY_READINGS`), and sum SHAFF's effects (its defaults) by block.
+
+    A data set with another noise share than the page's (a noise-free response, ``Y = m(X)``)
+    has its effects and v̂(all) put on the page's scale: they are fractions of its own V[Y] =
+    V[m(X)] / (1 − noise), so they are multiplied by (1 − 0.1) / (1 − noise), and the page's
+    exact values apply to every row."""
     if mtry not in MTRY_READINGS:
         raise ValueError(f"mtry must be one of {sorted(MTRY_READINGS)}; got {mtry!r}.")
     block = dataset.n_features // 5
@@ -74,16 +80,18 @@ def block_row(dataset, n_trees: int, seed: int,
     start = time.perf_counter()
     result = harness.explain("shaff", model, dataset.X, dataset.y, seed=seed)
     seconds = time.perf_counter() - start
-    values = np.asarray(result.values)
+    noise = float(dataset.params["noise_fraction"])
+    scale = (1.0 - PAGE_NOISE) / (1.0 - noise)
+    values = scale * np.asarray(result.values)
     truth = dataset.truth.quantities["shapley_effect"].values
     signals = np.arange(block, dataset.n_features, block)
     shared = len(set(np.argsort(-values)[:5]) & set(np.argsort(-truth)[:5]))
     return BlockRow(n=dataset.n_samples, n_trees=n_trees, min_samples_leaf=min_samples_leaf,
                     mtry=mtry,
                     depth=max(tree.get_depth() for tree in model.estimators_),
-                    v_all=float(result.extra["explained_variance"]),
+                    v_all=scale * float(result.extra["explained_variance"]),
                     walked_up=float(result.extra["walked_up_share"]),
                     sum_block1=float(values[:block].sum()),
                     sum_rest=float(values[block:].sum()), x1=float(values[0]),
                     weak_signals=float(values[signals].mean()), shared_top5=shared,
-                    seconds=seconds)
+                    seconds=seconds, noise_fraction=noise)

@@ -16,6 +16,7 @@ from harness.reports.base import save_figure, subplots
 from harness.reports.targets._shaff_blocks import (
     EXACT,
     PAGE_MIN_SAMPLES_LEAF,
+    PAGE_NOISE,
     BlockRow,
     block_row,
     page_forest,
@@ -46,14 +47,14 @@ class Setting:
     def label(self) -> str:
         return f"p = {self.p}, ρ = {self.rho:g}"
 
-    def dataset(self, seed: int, n_samples: int = 1000):
+    def dataset(self, seed: int, n_samples: int = 1000, noise_fraction: float = PAGE_NOISE):
         block = self.p // 5
         coef = [0.0] * self.p
         coef[0] = 2.0
         for k in range(1, 5):
             coef[k * block] = 1.0
         return load_dataset("linear_gaussian", seed=seed, n_samples=n_samples, coef=tuple(coef),
-                            rho=self.rho, groups=5, noise_fraction=0.1)
+                            rho=self.rho, groups=5, noise_fraction=noise_fraction)
 
 
 @dataclass(frozen=True)
@@ -68,17 +69,20 @@ FULL = Scale((Setting(10, 0.0), Setting(10, 0.5), Setting(10, 0.9), Setting(200,
              (0, 1, 2, 3, 4), 300, 300)
 QUICK = Scale((Setting(10, 0.0), Setting(10, 0.9)), (0, 1), 40, 0)
 #: p = 200 by block (``_shaff_blocks``), one forest per row (seed 0) given as (n,
-#: min_samples_leaf, trees, mtry): the page's leaves of 5 rows over n, larger leaves at the
-#: page's n (is the forest's setting, or the sample, what loses the weak blocks?), the other
-#: reading of the unstated mtry (√p, ranger's default) at the page's n and leaves, then leaves
-#: of n / 100 rows at n = 10 000 and 30 000, the regime of the consistency theorem's (A3)
-#: (cells that hold many rows); SHAFF takes about 20, 11, 22, 11, 21, 113, 173 and 155 s on
-#: 2 cores
-BLOCK_ROWS = {False: ((1000, PAGE_MIN_SAMPLES_LEAF, 100, "p/3"), (1000, 20, 100, "p/3"),
-                      (1000, 50, 100, "p/3"), (1000, 100, 100, "p/3"),
-                      (1000, PAGE_MIN_SAMPLES_LEAF, 100, "√p"),
-                      (3000, PAGE_MIN_SAMPLES_LEAF, 100, "p/3"), (10_000, 100, 50, "p/3"),
-                      (30_000, 300, 20, "p/3")),
+#: min_samples_leaf, trees, mtry, noise share of V[Y]): the page's leaves of 5 rows over n,
+#: larger leaves at the page's n (is the forest's setting, or the sample, what loses the weak
+#: blocks?), the other reading of the unstated mtry (√p, ranger's default) at the page's n and
+#: leaves, the page's forest on a noise-free response (is it the noise, or the forest's
+#: approximation of m at this n?), then leaves of n / 100 rows at n = 10 000 and 30 000, the
+#: regime of the consistency theorem's (A3) (cells that hold many rows); SHAFF takes about
+#: 20, 11, 22, 11, 21, 28, 113, 173 and 155 s on 2 cores
+BLOCK_ROWS = {False: ((1000, PAGE_MIN_SAMPLES_LEAF, 100, "p/3", PAGE_NOISE),
+                      (1000, 20, 100, "p/3", PAGE_NOISE), (1000, 50, 100, "p/3", PAGE_NOISE),
+                      (1000, 100, 100, "p/3", PAGE_NOISE),
+                      (1000, PAGE_MIN_SAMPLES_LEAF, 100, "√p", PAGE_NOISE),
+                      (1000, PAGE_MIN_SAMPLES_LEAF, 100, "p/3", 0.0),
+                      (3000, PAGE_MIN_SAMPLES_LEAF, 100, "p/3", PAGE_NOISE),
+                      (10_000, 100, 50, "p/3", PAGE_NOISE), (30_000, 300, 20, "p/3", PAGE_NOISE)),
               True: ()}
 
 
@@ -162,11 +166,12 @@ class Benard2022SHAFF(Target):
         ]
         forests = BLOCK_ROWS[context.quick]
         if forests:
-            context.say(f"{self.name}: p = 200 by block, (n, leaf, trees, mtry) = {forests}")
+            context.say(f"{self.name}: p = 200 by block, (n, leaf, trees, mtry, noise) = "
+                        f"{forests}")
             notes.append(self._by_block([
-                block_row(Setting(200, 0.9).dataset(0, n), trees, seed=0, min_samples_leaf=leaf,
-                          mtry=mtry)
-                for n, leaf, trees, mtry in forests]))
+                block_row(Setting(200, 0.9).dataset(0, n, noise), trees, seed=0,
+                          min_samples_leaf=leaf, mtry=mtry)
+                for n, leaf, trees, mtry, noise in forests]))
         assumptions = [
             "Missing parameters (" + ", ".join(MISSING) + ") shown over a range: 5 "
             "equicorrelated blocks, coefficients 2, 1, 1, 1, 1 on the first feature of each "
@@ -196,12 +201,19 @@ class Benard2022SHAFF(Target):
         exact = ", ".join(f"{key} {value:g}" for key, value in EXACT.items())
         parts = [
             f"n = {row.n} ({row.n_trees} trees, mtry {row.mtry}, min_samples_leaf "
-            f"{row.min_samples_leaf}, depth "
-            f"{row.depth}): v̂(all) {row.v_all:.3f}, {row.walked_up:.0%} of the projected "
+            f"{row.min_samples_leaf}, depth {row.depth}"
+            + (", noise-free response" if row.noise_fraction == 0 else "")
+            + f"): v̂(all) {row.v_all:.3f}, {row.walked_up:.0%} of the projected "
             f"predictions walked up; the effects sum to {row.sum_block1:.3f} on block 1 and "
             f"{row.sum_rest:.3f} on blocks 2-5, X1 {row.x1:.3f}, the weak signals "
             f"{row.weak_signals:.4f} on average, top five {row.shared_top5} of 5 shared "
             f"({row.seconds:.0f} s)" for row in rows]
+        unknown = {row.noise_fraction for row in rows} - {PAGE_NOISE, 0.0}
+        if unknown:
+            raise ValueError(f"by-block rows have the page's noise ({PAGE_NOISE}) or none "
+                             f"(0.0); got {sorted(unknown)}.")
+        noise_free = [row for row in rows if row.noise_fraction == 0.0]
+        rows = [row for row in rows if row.noise_fraction == PAGE_NOISE]
         page = [row for row in rows
                 if row.min_samples_leaf == PAGE_MIN_SAMPLES_LEAF and row.mtry == "p/3"]
         first, last = page[0], page[-1]
@@ -230,6 +242,18 @@ class Benard2022SHAFF(Target):
                 f"{row.shared_top5} of 5" + (
                     ": the mtry reading is not what loses the weak blocks either."
                     if row.shared_top5 <= first.shared_top5 else "."))
+        for row in noise_free:
+            lost = row.shared_top5 <= first.shared_top5
+            text += (
+                f" With no noise (Y = m(X); effects and v̂(all) times 0.9 = V[m(X)] / V[Y], so "
+                f"that the exact values above apply), at n = {row.n} and the page's forest, "
+                f"v̂(all) is {row.v_all:.3f}, the weak signals average {row.weak_signals:.4f} "
+                f"(exact 0.015; {first.weak_signals:.4f} with the noise), blocks 2-5 get "
+                f"{row.sum_rest:.3f} and block 1 {row.sum_block1:.3f}, and the top five "
+                f"shares {row.shared_top5} of 5" + (
+                    ": the noise is not what loses the weak blocks; the forest's approximation "
+                    "of m at this n is." if lost
+                    else ": without the noise the weak blocks come back."))
         if leaves:
             best = max(row.shared_top5 for row in leaves)
             text += (

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import numpy as np
 import pytest
 
 from harness.reports.targets.verdict import UNDETERMINED
@@ -57,6 +59,32 @@ def test_the_block_sums_share_the_explained_variance_of_the_same_explain():
     assert 0 <= row.shared_top5 <= 5
 
 
+def test_a_noise_free_row_is_put_on_the_page_scale(monkeypatch):
+    """Effects of a noise-free response are fractions of V[m(X)], which is 0.9 of the page's
+    V[Y]: the by-block row multiplies them and v̂(all) by 0.9, so that the page's exact values
+    (block sums 0.45, weak signals 0.015) apply to it; with the page's noise they are kept.
+    SHAFF is replaced by a made-up explanation whose every effect is 0.05 and whose v̂(all)
+    is 1.0."""
+    from harness.core.types import Importances
+    from harness.reports.targets import _shaff_blocks
+    from harness.reports.targets.benard2022_shaff import Setting
+
+    def made_up(name, model, X, y, seed):
+        return Importances(values=np.full(X.shape[1], 0.05), scope="global",
+                           feature_names=[f"x{j}" for j in range(X.shape[1])],
+                           unit="fraction of V[Y]", explains="made up",
+                           extra={"explained_variance": 1.0, "walked_up_share": 0.0})
+
+    monkeypatch.setattr(_shaff_blocks.harness, "explain", made_up)
+    for noise, scale in ((0.0, 0.9), (0.1, 1.0)):
+        row = _shaff_blocks.block_row(Setting(10, 0.5).dataset(0, 200, noise), n_trees=2,
+                                      seed=0)
+        assert row.noise_fraction == noise
+        assert row.v_all == pytest.approx(scale * 1.0, abs=1e-12)
+        assert row.sum_block1 == pytest.approx(scale * 0.1, abs=1e-12)  # 2 of 10 features
+        assert row.weak_signals == pytest.approx(scale * 0.05, abs=1e-12)
+
+
 def test_the_by_block_note_follows_its_numbers():
     """The full-scale by-block note (too slow for the suite) from rows made up here: the
     trend between the first and last rows of leaves of 5 is read from blocks 2-5's distance
@@ -104,6 +132,21 @@ def test_the_by_block_note_follows_its_numbers():
     better = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), row(1000, 5, 0.40, 4, "√p"),
                                         row(3000, 5, 0.19, 1)])
     assert "top five shares 4 of 5." in better and "not what loses" not in better
+    # a noise-free row: its own sentence, read against the page's first row, and never taken
+    # for a row of the page's noise (the trend still runs between the noisy rows)
+    quiet = dataclasses.replace(row(1000, 5, 0.27, 1), noise_fraction=0.0, weak_signals=0.006)
+    lost = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), quiet, row(3000, 5, 0.19, 1)])
+    assert "min_samples_leaf 5, depth 9, noise-free response)" in lost
+    assert ("the weak signals average 0.0060 (exact 0.015; 0.0110 with the noise), blocks 2-5 "
+            "get 0.270 and block 1 0.530, and the top five shares 1 of 5: the noise is not "
+            "what loses the weak blocks; the forest's approximation of m at this n is.") in lost
+    assert "moved away from its exact 0.45 (0.290 → 0.190)" in lost
+    found = dataclasses.replace(quiet, shared_top5=5)
+    back = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), found, row(3000, 5, 0.19, 1)])
+    assert "shares 5 of 5: without the noise the weak blocks come back." in back
+    with pytest.raises(ValueError, match=r"noise \(0.1\) or none \(0.0\); got \[0.2\]"):
+        Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1),
+                                   dataclasses.replace(quiet, noise_fraction=0.2)])
 
 
 def test_block_row_names_the_mtry_readings_it_knows():
