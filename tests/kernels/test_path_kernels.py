@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numba
 import numpy as np
 import pytest
@@ -81,17 +83,42 @@ def fitted(request):
     return forest.fit(X[train], y[train]), X[explain]
 
 
-def test_local_mdi_equals_the_plain_path_walk(fitted):
+#: how the walks schedule rows in each tree (``PathForest.refill``): the forest's own choice,
+#: lockstep groups of four everywhere, a finished lane refilled everywhere, and both in turn
+SCHEDULES = {"own": None, "lockstep": 0, "refill": 1, "alternating": 2}
+
+
+@pytest.fixture(autouse=True)
+def _refill_any_block(monkeypatch):
+    """Blocks of every size refill their lanes where the forest says so (the walks take
+    blocks of a few dozen rows here, below the threshold of REFILL_MIN_ROWS)."""
+    monkeypatch.setattr(path_kernels, "REFILL_MIN_ROWS", 4)
+
+
+def _scheduled(model, schedule: str):
+    forest = forest_view(model).paths
+    choice = SCHEDULES[schedule]
+    if choice is None:
+        return forest
+    refill = np.full(forest.packed.n_trees, choice, dtype=np.uint8)
+    if choice == 2:
+        refill = (np.arange(forest.packed.n_trees) % 2).astype(np.uint8)
+    return dataclasses.replace(forest, refill=refill)
+
+
+@pytest.mark.parametrize("schedule", sorted(SCHEDULES))
+def test_local_mdi_equals_the_plain_path_walk(fitted, schedule):
     model, X = fitted
     expected, _ = _plain_walk(model, X, _impurity)
-    np.testing.assert_allclose(local_mdi_paths(forest_view(model).paths, X), -expected[:, :, 0],
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(local_mdi_paths(_scheduled(model, schedule), X),
+                               -expected[:, :, 0], rtol=0, atol=ATOL)
 
 
-def test_saabas_equals_the_plain_path_walk_for_every_output(fitted):
+@pytest.mark.parametrize("schedule", sorted(SCHEDULES))
+def test_saabas_equals_the_plain_path_walk_for_every_output(fitted, schedule):
     model, X = fitted
     expected, prediction = _plain_walk(model, X, _value)
-    forest = forest_view(model).paths
+    forest = _scheduled(model, schedule)
     bias = np.mean([_value(est.tree_)[0] for est in model.estimators_], axis=0)
     if not hasattr(model, "classes_"):
         values, _, base = saabas_paths(forest, X)
@@ -179,3 +206,51 @@ def test_saabas_equals_shap_approximate_to_1e_9(fitted):
     ours = harness.explain("saabas", model, X, **params).values
     theirs = shap.TreeExplainer(model).shap_values(X, approximate=True, check_additivity=False)
     np.testing.assert_allclose(ours, np.asarray(theirs).reshape(ours.shape), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("output", [None, -2, -1])
+def test_the_schedule_changes_no_bit(fitted, output):
+    """Each row's path is walked and added in the same order under either schedule, and in
+    trees of either kind in one forest, so every result is the same to the last bit (the
+    predicted class included: its leaves are recorded by the lane that walked the row)."""
+    model, X = fitted
+    X = np.concatenate([X] * 3)[: 4 * (len(X) // 4) + 3]  # a remainder of three rows
+    results = {}
+    for schedule in ("lockstep", "refill", "alternating"):
+        forest = _scheduled(model, schedule)
+        if output is None:
+            results[schedule] = (local_mdi_paths(forest, X),)
+        elif hasattr(model, "classes_"):
+            results[schedule] = saabas_paths(forest, X, output)
+        else:
+            results[schedule] = saabas_paths(forest, X)[:1]
+    for schedule in ("refill", "alternating"):
+        for ours, lockstep in zip(results[schedule], results["lockstep"], strict=True):
+            np.testing.assert_array_equal(ours, lockstep)
+
+
+def test_node_depths_are_scikit_learns_and_uneven_trees_are_the_deep_ones():
+    """Node depths against a walk down scikit-learn's trees from each root; trees capped at
+    depth 4 are even (every leaf at depth 4 but pure ones), fully grown trees of 1000 rows
+    are uneven (leaf depths 5 to 20)."""
+    from sklearn.datasets import make_friedman1
+
+    from harness.forest.compact import node_depths, uneven_trees
+
+    X, y = make_friedman1(1000, 10, random_state=0)
+    for depth, kind in ((4, 0), (None, 1)):
+        model = RandomForestRegressor(6, max_depth=depth, random_state=0).fit(X, y)
+        packed = forest_view(model).packed
+        ours = node_depths(packed)
+        for t, tree in enumerate(model.estimators_):
+            expected = np.zeros(tree.tree_.node_count, dtype=np.int64)
+            below = [(0, 0)]
+            while below:
+                node, d = below.pop()
+                expected[node] = d
+                if tree.tree_.children_left[node] >= 0:
+                    below += [(tree.tree_.children_left[node], d + 1),
+                              (tree.tree_.children_right[node], d + 1)]
+            np.testing.assert_array_equal(ours[packed.offsets[t]:packed.offsets[t + 1]],
+                                          expected)
+        np.testing.assert_array_equal(uneven_trees(packed), np.full(6, kind))
