@@ -177,8 +177,9 @@ class Benard2022SHAFF(Target):
             "equicorrelated blocks, coefficients 2, 1, 1, 1, 1 on the first feature of each "
             "block, noise 10 % of V[Y], n = 1000, p ∈ {10, 200}, ρ ∈ {0, 0.5, 0.9}; at "
             "p = 200 also n ∈ {3000, 10 000, 30 000}, leaves of 20, 50 and 100 rows at "
-            "n = 1000 and of n / 100 rows at n = 10 000 and 30 000, and mtry = √p (ranger's "
-            "default, the Sobol-MDA page's other reading) at n = 1000 (the by-block note).",
+            "n = 1000 and of n / 100 rows at n = 10 000 and 30 000, mtry = √p (ranger's "
+            "default, the Sobol-MDA page's other reading) at n = 1000, and a noise-free "
+            "response at n = 1000 (the by-block note).",
             "Forest: scikit-learn RandomForestRegressor, mtry = p/3, min_samples_leaf = 5, "
             f"{scale.n_trees} trees"
             + (f" ({scale.wide_trees} at p = 200)" if scale.wide_trees else "")
