@@ -52,9 +52,10 @@ def _block_rows(n: int, limit: int) -> int:
 
 
 # Each step of a walk loads the node that the previous step chose, so the kernels advance four
-# rows at once, each along its own path, and finish the stragglers one at a time. The step of
-# the four lanes is written out in both schedules below: as a function of its own (numba, with
-# or without inline="always") the refilled walk ran 6x slower than written out, measured. Rows,
+# rows at once, each along its own path, and finish the stragglers one at a time. The four
+# lanes are written out one by one (their state in scalars, which stay in registers), their
+# step in both schedules below: as a function of its own (numba, with or without
+# inline="always") the refilled walk ran 6x slower than written out, measured. Rows,
 # nodes and split features index unsigned, so no access pays numba's negative-index wraparound
 # (Saabas, predicted class, on the bench's A1: 18.7 -> 16.7 ms, the same bits).
 
