@@ -76,6 +76,7 @@ from sklearn.ensemble import RandomForestRegressor
 from harness.core import registry
 from harness.core.complexity import Stated, outside_range, stated_range
 from harness.core.method import Method
+from harness.forest.compact import leaf_depths
 from harness.forest.view import forest_view
 from harness.run.inputs import validate_explain_inputs
 from harness.run.protocol import missing_capability, row_block
@@ -176,15 +177,11 @@ def _forest(trees: int, depth: int, jobs: int, warm_start: bool = False):
 def _shape(model) -> dict[str, float]:
     """Mean leaf depth and mean number of leaves per tree (what the depth axis grows), read
     from the forest's view."""
-    depths, leaves = [], []
-    for tree in forest_view(model).trees:
-        depth = np.zeros(tree.n_nodes, dtype=np.int64)
-        for node in tree.internal:  # children have larger ids than their parent
-            depth[tree.left[node]] = depth[tree.right[node]] = depth[node] + 1
-        is_leaf = tree.left < 0
-        depths.append(depth[is_leaf].mean())
-        leaves.append(is_leaf.sum())
-    return {"mean_depth": float(np.mean(depths)), "mean_leaves": float(np.mean(leaves))}
+    packed = forest_view(model).packed
+    tree, depth = leaf_depths(packed)
+    leaves = np.bincount(tree, minlength=packed.n_trees)
+    mean_depth = np.bincount(tree, depth, packed.n_trees) / leaves
+    return {"mean_depth": float(mean_depth.mean()), "mean_leaves": float(leaves.mean())}
 
 
 def _prepared(model, methods: list[Method], fit_seconds: float,

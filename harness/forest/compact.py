@@ -63,15 +63,21 @@ def node_depths(packed: PackedForest) -> np.ndarray:
     return depth
 
 
+def leaf_depths(packed: PackedForest) -> tuple[np.ndarray, np.ndarray]:
+    """The tree and the depth of every leaf of a packed forest, in node order."""
+    leaf = packed.left < 0
+    tree = np.repeat(np.arange(packed.n_trees), np.diff(packed.offsets))[leaf]
+    return tree, node_depths(packed)[leaf]
+
+
 def uneven_trees(packed: PackedForest) -> np.ndarray:
     """1 for each tree whose leaf depth, weighted by the training rows (``cover``) reaching
     each leaf, has a standard deviation of at least :data:`UNEVEN_DEPTH_SD`, else 0: the rows
     of one tree then end their walks at very different depths, and the path walks
     (:func:`harness.kernels.paths._walk_rows`) give a finished walk's lane the next row
     instead of finishing the others alone."""
-    leaf = packed.left < 0
-    tree = np.repeat(np.arange(packed.n_trees), np.diff(packed.offsets))[leaf]
-    depth, weight = node_depths(packed)[leaf].astype(float), packed.cover[leaf]
+    tree, depth = leaf_depths(packed)
+    depth, weight = depth.astype(float), packed.cover[packed.left < 0]
     total = np.maximum(np.bincount(tree, weight, packed.n_trees), np.finfo(float).tiny)
     mean = np.bincount(tree, weight * depth, packed.n_trees) / total
     spread = np.bincount(tree, weight * (depth - mean[tree]) ** 2, packed.n_trees) / total

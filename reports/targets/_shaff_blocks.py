@@ -24,6 +24,10 @@ import harness
 EXACT = {"v(block 1)": 0.45, "v(blocks 2-5)": 0.45, "v(all)": 0.9}
 
 
+#: the page's forest: mtry = p/3, leaves of at least 5 rows; the page's noise, 10 % of V[Y]
+PAGE_MTRY, PAGE_MIN_SAMPLES_LEAF, PAGE_NOISE = 0.33, 5, 0.1
+
+
 @dataclass(frozen=True)
 class BlockRow:
     """SHAFF's effects by block, for one forest."""
@@ -41,11 +45,9 @@ class BlockRow:
     weak_signals: float
     shared_top5: int
     seconds: float
-    noise_fraction: float = 0.1  # the noise's share of V[Y] in the data (the page's: 0.1)
+    noise_fraction: float = PAGE_NOISE  # the noise's share of V[Y] in the data
 
 
-#: the page's forest: mtry = p/3, leaves of at least 5 rows; the page's noise, 10 % of V[Y]
-PAGE_MTRY, PAGE_MIN_SAMPLES_LEAF, PAGE_NOISE = 0.33, 5, 0.1
 #: the two readings of the unstated mtry (randomForest's regression default p/3, ranger's
 #: √p), by their labels, as on the Sobol-MDA page
 MTRY_READINGS = {"p/3": PAGE_MTRY, "√p": "sqrt"}

@@ -246,7 +246,8 @@ class Benard2022SHAFF(Target):
         for row in noise_free:
             lost = row.shared_top5 <= first.shared_top5
             text += (
-                f" With no noise (Y = m(X); effects and v̂(all) times 0.9 = V[m(X)] / V[Y], so "
+                f" With no noise (Y = m(X); effects and v̂(all) times {1 - PAGE_NOISE:g} = "
+                f"V[m(X)] / V[Y], so "
                 f"that the exact values above apply), at n = {row.n} and the page's forest, "
                 f"v̂(all) is {row.v_all:.3f}, the weak signals average {row.weak_signals:.4f} "
                 f"(exact 0.015; {first.weak_signals:.4f} with the noise), blocks 2-5 get "
