@@ -245,7 +245,8 @@ CASES = {
                                                    min_samples_leaf=5, random_state=0),
         OOB_METHODS, OOB_TARGETS),
     # issue 20: SHAFF at p = 200 with its defaults (400 exact sets of size 1 and 199 beside
-    # K = 20 p = 4000 draws stratified by the Shapley kernel and their complements)
+    # batches of K = 20 p = 4000 draws stratified by the Shapley kernel and their
+    # complements, until the design's error is at most 2.5 % of the effects' range)
     "shaff-benard2022": BenchCase(
         "shaff-benard2022", "Bénard et al. p = 200 grouped Gaussians (n = 1000), "
         "RandomForestRegressor(300, max_features='sqrt', min_samples_leaf=5), SHAFF defaults",

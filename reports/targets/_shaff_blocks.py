@@ -46,6 +46,8 @@ class BlockRow:
     shared_top5: int
     seconds: float
     noise_fraction: float = PAGE_NOISE  # the noise's share of V[Y] in the data
+    design_std: float = 0.0  # the subset design's own error (SHAFF's two half designs)
+    n_subsets: int = 0  # the sets SHAFF drew
 
 
 #: the two readings of the unstated mtry (randomForest's regression default p/3, ranger's
@@ -96,4 +98,6 @@ def block_row(dataset, n_trees: int, seed: int,
                     sum_block1=float(values[:block].sum()),
                     sum_rest=float(values[block:].sum()), x1=float(values[0]),
                     weak_signals=float(values[signals].mean()), shared_top5=shared,
-                    seconds=seconds, noise_fraction=noise)
+                    seconds=seconds, noise_fraction=noise,
+                    design_std=scale * float(result.extra["design_std"]),
+                    n_subsets=int(result.extra["n_subsets_drawn"]))

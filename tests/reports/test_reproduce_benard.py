@@ -73,7 +73,8 @@ def test_a_noise_free_row_is_put_on_the_page_scale(monkeypatch):
         return Importances(values=np.full(X.shape[1], 0.05), scope="global",
                            feature_names=[f"x{j}" for j in range(X.shape[1])],
                            unit="fraction of V[Y]", explains="made up",
-                           extra={"explained_variance": 1.0, "walked_up_share": 0.0})
+                           extra={"explained_variance": 1.0, "walked_up_share": 0.0,
+                                  "design_std": 0.002, "n_subsets_drawn": 64})
 
     monkeypatch.setattr(_shaff_blocks.harness, "explain", made_up)
     for noise, scale in ((0.0, 0.9), (0.1, 1.0)):
@@ -83,6 +84,8 @@ def test_a_noise_free_row_is_put_on_the_page_scale(monkeypatch):
         assert row.v_all == pytest.approx(scale * 1.0, abs=1e-12)
         assert row.sum_block1 == pytest.approx(scale * 0.1, abs=1e-12)  # 2 of 10 features
         assert row.weak_signals == pytest.approx(scale * 0.05, abs=1e-12)
+        assert row.design_std == pytest.approx(scale * 0.002, abs=1e-12)
+        assert row.n_subsets == 64
 
 
 def test_the_by_block_note_follows_its_numbers():
@@ -101,6 +104,19 @@ def test_the_by_block_note_follows_its_numbers():
 
     away = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), row(3000, 5, 0.19, 1)])
     assert "moved away from its exact 0.45 (0.290 → 0.190)" in away
+    # the design's own error against the weak signals' shortfall (0.015 − 0.011 = 0.004)
+    assert ("The design's own error is at most 0.0010 on these rows, under a third of the "
+            "weak signals' shortfall at n = 1000 (0.0040 below their exact 0.015 with leaves "
+            "of 5): the shortfall is the projected forest's (SHAFF step 2), not the subset "
+            "design's.") in Benard2022SHAFF._by_block(
+                [dataclasses.replace(row(1000, 5, 0.29, 1), design_std=0.001),
+                 row(3000, 5, 0.19, 1)])
+    noisy = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1),
+                                       dataclasses.replace(row(3000, 5, 0.19, 1),
+                                                           design_std=0.002)])
+    assert ("The design's own error reaches 0.0020 on these rows, a third or more of the weak "
+            "signals' shortfall at n = 1000 (0.0040): the design and the projected forest "
+            "both contribute to it.") in noisy
     assert "leaves that grow" not in away
     closer = Benard2022SHAFF._by_block([row(1000, 5, 0.29, 1), row(3000, 5, 0.40, 2),
                                         row(30_000, 300, 0.36, 5)])
