@@ -115,9 +115,9 @@ class SHAFF(OOBMethod):
         adaptive = self.params["n_subsets"] is None
         n_subsets = default_n_subsets(p) if adaptive else self.params["n_subsets"]
 
-        def batch(first: bool):
+        def batch():
             return design(forest, n_subsets, self.params["path_depth"], rng,
-                          self.params["sampling"], exact=first)
+                          self.params["sampling"])
 
         players = split_variables(forest)
         stream = StreamedShapley(

@@ -55,7 +55,8 @@ paper's estimate is far from its target at any affordable K:
   (:class:`StreamedShapley`). With the exact game of the p = 200 model one batch
   (K = 4000) left an error of sd 0.003 per effect, as large as the gap between X1's
   block-mates (0.010) and the weak signals (0.015): the top five shared 2 or 3 of 5. The
-  rule stopped at 3 batches there (error 0.0013-0.0015; top five 5 of 5 on 5 of 6 draws).
+  rule stopped at 3 or 4 batches there (error 0.0012-0.0014; top five 5 of 5 on 4 of 6
+  draws, 4 of 5 on the others).
 
 The regression refuses a design that does not identify β (:func:`shapley_operator`).
 Variables no tree splits on are null players of v̂ and get exactly 0. When the ``2^p − 2``
@@ -141,9 +142,7 @@ class Draws:
 
 @dataclass
 class SubsetDesign:
-    """The subsets U (rows of ``sets``) and their regression weights: one batch of draws, the
-    exact sets first (``n_exact`` rows: the first batch's sets of size 1 and p − 1, or every
-    set when ``enumerated``)."""
+    """The subsets U (rows of ``sets``) and their regression weights."""
 
     sets: PackedSets  # (m, p)
     weight: np.ndarray  # (m,)
@@ -151,8 +150,7 @@ class SubsetDesign:
     players: np.ndarray  # bool (p,): the variables the forest splits on
     #: (m, 2): each set's weight in the two half designs whose difference estimates the
     #: design's own error (:func:`kernel_subsets`); the exact sets are in both
-    halves: np.ndarray | None = None
-    n_exact: int = 0
+    halves: np.ndarray
 
     @property
     def keep(self) -> np.ndarray:
@@ -329,8 +327,7 @@ def path_draws(forest: PackedForest, index: np.ndarray, n_subsets: int, path_dep
 
 
 def design(forest: PackedForest, n_subsets: int, path_depth: int,
-           rng: np.random.Generator, sampling: str = "kernel",
-           exact: bool = True) -> SubsetDesign:
+           rng: np.random.Generator, sampling: str = "kernel") -> SubsetDesign:
     """The subsets and weights of SHAFF's regression (see the module docstring).
 
     The players are the variables the forest splits on: the projected forest ignores a
@@ -347,8 +344,6 @@ def design(forest: PackedForest, n_subsets: int, path_depth: int,
     ``p − 2`` are drawn ``n_subsets`` times by :func:`kernel_subsets` (``sampling=
     "kernel"``) or :func:`path_draws` (``"paths"``, the paper's law), each with its
     complement. With ``2^p − 2 ≤ n_subsets`` every subset is used with its weight w(U).
-    ``exact=False`` leaves out the sets of size 1 and p − 1: a further batch of draws
-    (:class:`StreamedShapley`), whose first batch has them.
     """
     if sampling not in ("kernel", "paths"):
         raise InvalidParameterError(
@@ -358,16 +353,16 @@ def design(forest: PackedForest, n_subsets: int, path_depth: int,
     index = np.flatnonzero(players)
     p = len(index)
     if p == 0 or 2**p - 2 <= n_subsets:
-        return design_of(players, Draws.join([], p), exact, enumerate_all=True)
+        return design_of(players, Draws.join([], p), enumerate_all=True)
     if sampling == "kernel":
-        return design_of(players, kernel_subsets(p, n_subsets, rng), exact)
-    return design_of(players, path_draws(forest, index, n_subsets, path_depth, rng), exact)
+        return design_of(players, kernel_subsets(p, n_subsets, rng))
+    return design_of(players, path_draws(forest, index, n_subsets, path_depth, rng))
 
 
-def design_of(players: np.ndarray, draws: Draws, exact: bool = True,
+def design_of(players: np.ndarray, draws: Draws,
               enumerate_all: bool = False) -> SubsetDesign:
     """The design over the ``players`` (bool (n_features,)) of :func:`design`: the sets of
-    size 1 and p − 1 with their weights (``exact``), then ``draws`` (sets over the players),
+    size 1 and p − 1 with their weights, then ``draws`` (sets over the players),
     a set drawn twice once with its weights summed; with ``enumerate_all``, every proper
     non-empty subset with its weight w(U) instead."""
     index = np.flatnonzero(players)
@@ -383,11 +378,10 @@ def design_of(players: np.ndarray, draws: Draws, exact: bool = True,
         keep = all_subsets(p)
         weight = shapley_kernel(p, keep.sum(axis=1))
         return SubsetDesign(spread(keep), weight, enumerated=True, players=players,
-                            halves=np.column_stack([weight, weight]), n_exact=len(keep))
+                            halves=np.column_stack([weight, weight]))
     single = np.eye(p, dtype=bool)
-    parts = [Draws.exact(single, shapley_kernel(p, np.ones(p))),
-             Draws.exact(~single, shapley_kernel(p, np.full(p, p - 1)))] if exact else []
-    draws = Draws.join([*parts, draws], p)
+    draws = Draws.join([Draws.exact(single, shapley_kernel(p, np.ones(p))),
+                        Draws.exact(~single, shapley_kernel(p, np.full(p, p - 1))), draws], p)
     merged: dict[bytes, int] = {}
     unique, summed, halves = [], [], []
     for row, w, half in zip(draws.keep, draws.weight, draws.halves, strict=True):
@@ -400,7 +394,7 @@ def design_of(players: np.ndarray, draws: Draws, exact: bool = True,
         halves[at] += half
     return SubsetDesign(spread(np.array(unique).reshape(-1, p)), np.array(summed),
                         enumerated=False, players=players,
-                        halves=np.array(halves).reshape(-1, 2), n_exact=2 * p if exact else 0)
+                        halves=np.array(halves).reshape(-1, 2))
 
 
 #: Bytes of projected predictions (sets × rows × outputs) that :func:`streamed_shapley` holds
@@ -441,7 +435,8 @@ class ShapleyRegression:
 
 
 def shapley_regression(keep: np.ndarray | PackedSets, weight: np.ndarray,
-                       chunk: int = 256) -> ShapleyRegression:
+                       chunk: int = 256, groups: np.ndarray | None = None,
+                       scale: float | None = None) -> ShapleyRegression:
     """The linear map of the regression, factorised: Sh = A v + v_full / p.
 
     Fits ``v(U) ≈ β·1_U + h(|U|)`` by weighted least squares over the rows of ``keep``,
@@ -456,6 +451,10 @@ def shapley_regression(keep: np.ndarray | PackedSets, weight: np.ndarray,
     like an estimate). Z̃ᵀ W M = 0 because the weighted column sums of Z̃ vanish within
     every size, so the centring of v can be dropped: A = inverse · 2 Z̃ᵀ W. Z̃ is formed
     ``chunk`` sets at a time, from a bool (n_sets, p) matrix or :class:`PackedSets`.
+    ``groups`` (an integer per set) gives each group of sets its own free effect instead
+    of each size (every group within one size: :class:`StreamedShapley` groups by batch
+    and size); ``scale`` divides the weights (default: their largest; β does not depend
+    on it).
 
     Raises
     ------
@@ -463,11 +462,13 @@ def shapley_regression(keep: np.ndarray | PackedSets, weight: np.ndarray,
         When the subsets do not determine β (too few distinct subsets for the variables).
     """
     n_rows, p = keep.shape
-    scale = weight.max() if len(weight) else 1.0
+    if scale is None:
+        scale = weight.max() if len(weight) else 1.0
     w = weight / scale
-    sizes = [keep[rows].sum(axis=1) for rows in _chunks(n_rows, chunk)]
-    _, group = np.unique(np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64),
-                         return_inverse=True)
+    if groups is None:
+        sizes = [keep[rows].sum(axis=1) for rows in _chunks(n_rows, chunk)]
+        groups = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
+    _, group = np.unique(groups, return_inverse=True)
     total = np.bincount(group, weights=w)
     share = w / total[group]  # weight of a row within its size
     mean_design = np.zeros((len(total), p))
@@ -610,13 +611,17 @@ class StreamedShapley:
 
     The game of :func:`projected_game` on each batch's sets is regressed by
     :func:`shapley_regression` on the players without holding the (n_sets, n) game: each
-    chunk of sets (``GAME_CHUNK_BYTES`` of projected predictions) is projected, and what the
-    regression needs of it is summed, by row: Σ_U 2 w(U) 1_U (v̂(U) − v̂(∅)) and, per size,
-    Σ_U 2 w(U) (v̂(U) − v̂(∅)), the exact sets apart from the drawn ones. The drawn sets of
-    B batches enter with 1 / B of their batch's weights (every batch draws each size the
-    same number of times), so these sums stay valid as batches are added; the regression's
-    centring per size (its free effect per size) is applied at the end, when the weights
-    are known: Σ_U 2 w z̃_U v_U = Σ_U 2 w 1_U v_U − Σ_s mean_s Σ_{|U| = s} 2 w v_U.
+    chunk of sets (``GAME_CHUNK_BYTES`` of projected predictions) is projected and its
+    weighted, centred indicators times its game terms are summed, Σ_U 2 w(U) z̃_U v(U),
+    by row. Every batch is a whole design (the sets of size 1 and p − 1 with their weights,
+    then its draws), and the batches together are their mean: each set keeps its batch's
+    weight (the sum over B batches is B times the mean, which leaves β unchanged), and
+    the free effects of the regression are per size *and batch*, so that a batch's centring
+    z̃ (its own weighted mean indicator per size) is final when the batch is projected and
+    one (p, n) sum holds every batch. The effects are the inverse KKT block of all the
+    batches' sets, grouped so, times that sum, plus (v̂(all) − v̂(∅)) / p. A further batch
+    projects the 2 p exact sets again (10 % of a batch at p = 200) rather than holding
+    their row terms.
 
     The design's own error (:meth:`design_error`): every batch is two half designs
     (:func:`kernel_subsets`), and the effects of the two halves, from the game's means,
@@ -641,21 +646,23 @@ class StreamedShapley:
         (self.empty, self.full), walked_ends = game(ends)
         self.players = players
         self.walked_up = int(walked_ends.sum())
-        self.n_batches = 0  # of drawn sets
-        p, n = int(players.sum()), len(self.empty)
-        # Σ 2 w 1_U v_U (p, n) and Σ 2 w v_U per size (p + 1, n): [exact sets, drawn sets]
-        self.sums = [(np.zeros((p, n)), np.zeros((p + 1, n))) for _ in range(2)]
         self.enumerated = False  # every subset, with its weight: no design error
+        self.scale = 1.0  # the first batch's largest weight divides every weight
+        # Σ_U 2 w z̃_U (v̂(U) − v̂(∅)) by row, over every batch
+        self.weighted_sum = np.zeros((self.n_players, len(self.empty)))
         self.bits: list[np.ndarray] = []
         self.weights: list[np.ndarray] = []
         self.halves: list[np.ndarray] = []
-        self.drawn: list[np.ndarray] = []
-        self.sizes: list[np.ndarray] = []
+        self.groups: list[np.ndarray] = []  # batch and size of each set
         self.means: list[np.ndarray] = []  # v̂(U) − v̂(∅), the game's means
 
     @property
     def n_players(self) -> int:
         return int(self.players.sum())
+
+    @property
+    def n_batches(self) -> int:
+        return len(self.bits)
 
     @property
     def n_sets(self) -> int:
@@ -665,74 +672,66 @@ class StreamedShapley:
     def add(self, subsets: SubsetDesign) -> None:
         """Project the sets of ``subsets`` (a batch of :func:`design`), chunk by chunk."""
         keep = subsets.sets if self.players.all() else subsets.sets.columns(self.players)
-        drawn = np.arange(len(keep)) >= subsets.n_exact
         self.enumerated |= subsets.enumerated
-        if drawn.any():
-            self.n_batches += 1
+        if not self.bits and len(subsets.weight):
+            self.scale = float(subsets.weight.max())
         n_rows = len(self.empty)
         # at least SUBSET_GROUPS sets, so that every chunk has a task per core (a fixed
         # number, never the number of threads: the chunks fix the order of the sums)
         chunk = max(SUBSET_GROUPS, GAME_CHUNK_BYTES // (n_rows * self.game_width * 8))
-        for rows in _chunks(len(keep), chunk):
-            explained, walked = self.game(subsets.sets[rows])
-            explained -= self.empty
-            self.walked_up += int(walked.sum())
-            self.means.append(explained.mean(axis=1))
-            block, twice = keep[rows], 2.0 * subsets.weight[rows]
-            size = block.sum(axis=1)
-            self.sizes.append(size)
-            for kind in (False, True):
-                chosen = np.flatnonzero(drawn[rows] == kind)
-                if len(chosen):
-                    self._add_terms(kind, block[chosen], twice[chosen], size[chosen],
-                                    explained[chosen])
-            del explained  # not alive beside the next chunk's projections
+        if self.n_players:
+            regression = shapley_regression(keep, subsets.weight, scale=self.scale)
+            for rows in _chunks(len(keep), chunk):
+                explained, walked = self.game(subsets.sets[rows])
+                explained -= self.empty
+                self.walked_up += int(walked.sum())
+                self.means.append(explained.mean(axis=1))
+                centred = regression.weighted_centred(keep, rows).T
+                for block in _chunks(explained.shape[1], PRODUCT_COLUMNS):  # small temporaries
+                    self.weighted_sum[:, block] += centred @ explained[:, block]
+                del explained, centred  # not alive beside the next chunk's projections
+        sizes = np.concatenate([keep[rows].sum(axis=1) for rows in _chunks(len(keep), SET_BLOCK)]
+                               or [np.zeros(0, dtype=np.int64)])
+        self.groups.append(self.n_batches * (self.n_players + 1) + sizes)
         self.bits.append(keep.bits)
         self.weights.append(subsets.weight)
-        self.halves.append(subsets.halves if subsets.halves is not None
-                           else np.column_stack([subsets.weight, subsets.weight]))
-        self.drawn.append(drawn)
+        self.halves.append(subsets.halves)
 
-    def _add_terms(self, drawn: bool, block: np.ndarray, twice: np.ndarray,
-                   size: np.ndarray, explained: np.ndarray) -> None:
-        by_player, by_size = self.sums[int(drawn)]
-        weighted = (twice[:, None] * block).T
-        for columns in _chunks(explained.shape[1], PRODUCT_COLUMNS):  # small temporaries
-            by_player[:, columns] += weighted @ explained[:, columns]
-        for s in np.unique(size):  # a chunk holds few sizes: the design lists them in turn
-            at = size == s
-            by_size[s] += twice[at] @ explained[at]
+    def _regression(self, rows: np.ndarray | None = None,
+                    half: int | None = None) -> tuple[ShapleyRegression, PackedSets]:
+        """The regression of every batch's sets (or of ``rows`` of them, with the weights of
+        ``half``), free effects per batch and size."""
+        sets = PackedSets(np.vstack(self.bits), self.n_players)
+        weight = np.concatenate(self.weights) if half is None else \
+            np.concatenate(self.halves)[:, half]
+        groups = np.concatenate(self.groups)
+        if rows is not None:
+            sets, weight, groups = PackedSets(sets.bits[rows], sets.n_features), weight[rows], \
+                groups[rows]
+        return shapley_regression(sets, weight, groups=groups, scale=self.scale), sets
 
-    def _design(self) -> tuple[PackedSets, np.ndarray, np.ndarray]:
-        """Every set added, with its weight and half weights in the whole design."""
-        scale = np.where(np.concatenate(self.drawn), 1.0 / max(self.n_batches, 1), 1.0)
-        return (PackedSets(np.vstack(self.bits), self.n_players),
-                np.concatenate(self.weights) * scale,
-                np.concatenate(self.halves) * scale[:, None])
-
-    def _mean_effects(self, sets: PackedSets, weight: np.ndarray,
-                      means: np.ndarray) -> np.ndarray:
-        """The effects (row means) of the design ``sets`` with ``weight``."""
-        regression = shapley_regression(sets, weight)
-        total = np.zeros(sets.shape[1])
-        for rows in _chunks(len(sets), SET_BLOCK):
-            total += regression.weighted_centred(sets, rows).T @ means[rows]
-        return regression.inverse @ total + float((self.full - self.empty).mean()) / len(total)
+    def _mean_effects(self, rows: np.ndarray | None = None,
+                      half: int | None = None) -> np.ndarray:
+        """The effects (row means) of the design of :meth:`_regression`."""
+        regression, sets = self._regression(rows, half)
+        means = np.concatenate(self.means)
+        if rows is not None:
+            means = means[rows]
+        total = np.zeros(self.n_players)
+        for chunk in _chunks(len(sets), SET_BLOCK):
+            total += regression.weighted_centred(sets, chunk).T @ means[chunk]
+        return regression.inverse @ total + float((self.full - self.empty).mean()) \
+            / self.n_players
 
     def design_error(self) -> DesignError:
         """The effects of the design so far, and its error from its two halves."""
-        if not self.players.any():
+        if not self.n_players:
             return DesignError(effects=np.zeros(0), halves=np.zeros((2, 0)), std=0.0,
                                ratio=0.0)
-        sets, weight, halves = self._design()
-        means = np.concatenate(self.means)
-        effects = self._mean_effects(sets, weight, means)
-        both = []
-        for half in range(2):
-            rows = np.flatnonzero(halves[:, half] > 0)
-            both.append(self._mean_effects(PackedSets(sets.bits[rows], sets.n_features),
-                                           halves[rows, half], means[rows]))
-        both = np.array(both)
+        effects = self._mean_effects()
+        halves = np.concatenate(self.halves)
+        both = np.array([self._mean_effects(np.flatnonzero(halves[:, half] > 0), half)
+                         for half in range(2)])
         std = float(np.sqrt(np.mean(((both[0] - both[1]) / 2) ** 2)))
         gap = max(float(effects.max() - effects.min()), 1e-12)
         return DesignError(effects=effects, halves=both, std=std, ratio=std / gap)
@@ -740,25 +739,13 @@ class StreamedShapley:
     def terms(self) -> ShapleyTerms:
         """The effects of every set added, term by term over the scored rows."""
         full, empty = self.full, self.empty
-        if not self.players.any():
+        self.game = None  # from here, (n_players, n) arrays only: at most two at once
+        if not self.n_players:
             return ShapleyTerms(effects=np.zeros((0, len(empty))), explained=full - empty,
                                 v_empty=float(empty.mean()), walked_up=self.walked_up)
-        sets, weight, _ = self._design()
-        regression = shapley_regression(sets, weight)
-        self.game = None  # from here, (n_players, n) arrays only
-        batches = max(self.n_batches, 1)
-        (exact_players, exact_sizes), (drawn_players, drawn_sizes) = self.sums
-        by_player = exact_players + drawn_players / batches
-        by_size = exact_sizes + drawn_sizes / batches
-        del self.sums
-        # shapley_regression scales the weights by their largest; its groups are the
-        # sizes present, in increasing order
-        present = np.unique(np.concatenate(self.sizes))
-        by_player -= regression.mean_design.T @ by_size[present]
-        del by_size
-        by_player /= float(weight.max())
-        effects = regression.inverse @ by_player
-        del by_player
+        regression, _ = self._regression()
+        effects = regression.inverse @ self.weighted_sum
+        del self.weighted_sum
         effects += (full - empty) / self.n_players
         return ShapleyTerms(effects=effects, explained=full - empty,
                             v_empty=float(empty.mean()), walked_up=self.walked_up)
@@ -783,21 +770,20 @@ class ForestGame:
         return explained_shares(self.projector, self.n_oob, keep)
 
 
-def draw_until_converged(stream: StreamedShapley, batch: Callable[[bool], SubsetDesign],
+def draw_until_converged(stream: StreamedShapley, batch: Callable[[], SubsetDesign],
                          thresh: float, max_batches: int,
                          progress: Callable[[float], None] | None = None) -> DesignError:
-    """Add ``batch(True)`` (the first batch, with the exact sets) to ``stream``, then
-    ``batch(False)`` until the design's error ratio (:meth:`StreamedShapley.design_error`,
-    sage's max − min convergence rule applied to the design) is at most ``thresh``, or
-    ``max_batches`` batches are drawn. Returns the last error."""
-    first = batch(True)
+    """Add ``batch()`` (a design of :func:`design`) to ``stream`` until the design's error
+    ratio (:meth:`StreamedShapley.design_error`, sage's max − min convergence rule applied
+    to the design) is at most ``thresh``, or ``max_batches`` batches are added (a design
+    that enumerates every subset has no error: one batch). Returns the last error."""
+    first = batch()
     stream.add(first)
     error = stream.design_error()
-    while (not first.enumerated and error.ratio > thresh
-           and 0 < stream.n_batches < max_batches):
+    while not first.enumerated and error.ratio > thresh and stream.n_batches < max_batches:
         if progress is not None:
             progress(stream.n_batches / max_batches)
-        stream.add(batch(False))
+        stream.add(batch())
         error = stream.design_error()
     return error
 
