@@ -119,23 +119,30 @@ class PackedSets:
 
 @dataclass(frozen=True)
 class Draws:
-    """Sets of a design with their weight in it and in its two half designs."""
+    """Sets of a design, as bits (``np.packbits`` along the variables), with their weight in
+    it and in its two half designs."""
 
-    keep: np.ndarray  # bool (m, p)
+    bits: np.ndarray  # uint8 (m, ceil(p / 8))
     weight: np.ndarray  # (m,)
     #: (m, 2): the weight of each set in the two halves of the design (:func:`kernel_subsets`)
     halves: np.ndarray
 
     @classmethod
+    def of(cls, keep: np.ndarray, weight: np.ndarray, halves: np.ndarray) -> Draws:
+        """The sets of a bool (m, p) matrix."""
+        return cls(np.packbits(keep, axis=1), weight, halves)
+
+    @classmethod
     def exact(cls, keep: np.ndarray, weight: np.ndarray) -> Draws:
         """Sets taken without sampling: in both halves with their weight."""
-        return cls(keep, weight, np.column_stack([weight, weight]))
+        return cls.of(keep, weight, np.column_stack([weight, weight]))
 
     @classmethod
     def join(cls, parts: list[Draws], p: int) -> Draws:
         if not parts:
-            return cls(np.zeros((0, p), dtype=bool), np.zeros(0), np.zeros((0, 2)))
-        return cls(np.vstack([part.keep for part in parts]),
+            return cls(np.zeros((0, (p + 7) // 8), dtype=np.uint8), np.zeros(0),
+                       np.zeros((0, 2)))
+        return cls(np.vstack([part.bits for part in parts]),
                    np.concatenate([part.weight for part in parts]),
                    np.vstack([part.halves for part in parts]))
 
@@ -280,7 +287,7 @@ def kernel_subsets(p: int, n_subsets: int, rng: np.random.Generator) -> Draws:
             halves[:first, 0] = pair_share / first
             halves[first:, 1] = pair_share / (n_s - first)
         weight = np.full(n_s, pair_share / n_s)
-        parts += [Draws(drawn, weight, halves), Draws(~drawn, weight, halves)]
+        parts += [Draws.of(drawn, weight, halves), Draws.of(~drawn, weight, halves)]
     return Draws.join(parts, p)
 
 
@@ -323,7 +330,8 @@ def path_draws(forest: PackedForest, index: np.ndarray, n_subsets: int, path_dep
     halves = np.column_stack([
         np.bincount(part, minlength=len(candidates))[chosen] * per_draw / len(part)
         for part in split])
-    return Draws.join([Draws(base, weight, halves), Draws(~base, weight, halves)], p)
+    return Draws.join([Draws.of(base, weight, halves), Draws.of(~base, weight, halves)],
+                      p)
 
 
 def design(forest: PackedForest, n_subsets: int, path_depth: int,
@@ -368,33 +376,39 @@ def design_of(players: np.ndarray, draws: Draws,
     index = np.flatnonzero(players)
     p = len(index)
 
-    def spread(rows: np.ndarray) -> PackedSets:
-        """Rows over the players, written over all the variables."""
-        full = np.zeros((len(rows), len(players)), dtype=bool)
-        full[:, index] = rows
-        return PackedSets.of(full)
+    def spread(bits: np.ndarray) -> PackedSets:
+        """Sets over the players (bits), written over all the variables, a block at a
+        time."""
+        if p == len(players):
+            return PackedSets(bits, p)
+        spread_bits = np.empty((len(bits), (len(players) + 7) // 8), dtype=np.uint8)
+        for rows in _chunks(len(bits), SET_BLOCK):
+            full = np.zeros((len(bits[rows]), len(players)), dtype=bool)
+            full[:, index] = np.unpackbits(bits[rows], axis=1, count=p).view(bool)
+            spread_bits[rows] = np.packbits(full, axis=1)
+        return PackedSets(spread_bits, len(players))
 
     if enumerate_all or p == 0:
         keep = all_subsets(p)
         weight = shapley_kernel(p, keep.sum(axis=1))
-        return SubsetDesign(spread(keep), weight, enumerated=True, players=players,
-                            halves=np.column_stack([weight, weight]))
+        return SubsetDesign(spread(np.packbits(keep, axis=1)), weight, enumerated=True,
+                            players=players, halves=np.column_stack([weight, weight]))
     single = np.eye(p, dtype=bool)
     draws = Draws.join([Draws.exact(single, shapley_kernel(p, np.ones(p))),
                         Draws.exact(~single, shapley_kernel(p, np.full(p, p - 1))), draws], p)
-    merged: dict[bytes, int] = {}
-    unique, summed, halves = [], [], []
-    for row, w, half in zip(draws.keep, draws.weight, draws.halves, strict=True):
-        at = merged.setdefault(row.tobytes(), len(unique))
-        if at == len(unique):
-            unique.append(row)
-            summed.append(0.0)
-            halves.append(np.zeros(2))
-        summed[at] += w
-        halves[at] += half
-    return SubsetDesign(spread(np.array(unique).reshape(-1, p)), np.array(summed),
-                        enumerated=False, players=players,
-                        halves=np.array(halves).reshape(-1, 2))
+    # one row per distinct set, in the order of first appearance, weights summed
+    rows = np.ascontiguousarray(draws.bits).view(
+        np.dtype((np.void, draws.bits.shape[1]))).ravel()
+    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    at = rank[inverse.ravel()]
+    weight = np.bincount(at, weights=draws.weight, minlength=len(order))
+    halves = np.column_stack([np.bincount(at, weights=draws.halves[:, half],
+                                          minlength=len(order)) for half in range(2)])
+    return SubsetDesign(spread(draws.bits[first[order]]), weight, enumerated=False,
+                        players=players, halves=halves)
 
 
 #: Bytes of projected predictions (sets × rows × outputs) that :func:`streamed_shapley` holds
@@ -413,15 +427,14 @@ def _chunks(n_rows: int, size: int) -> list[slice]:
 
 
 @dataclass(frozen=True)
-class ShapleyRegression:
-    """Step 3 in a form that takes the game in chunks of sets (:func:`shapley_regression`).
+class CentredDesign:
+    """The within-size centring of a design (:func:`centred_design`).
 
     With z̃_U the indicator of U minus the weighted mean indicator of the sets of its size
-    and w(U) its (scaled) weight, Sh = inverse · Σ_U 2 w(U) z̃_U v(U) + v(all) / p.
+    and w(U) its (scaled) weight, the regression's normal matrix is 2 Z̃ᵀ W Z̃ and its
+    right-hand side Σ_U 2 w(U) z̃_U v(U) (:meth:`weighted_centred` times the game).
     """
 
-    #: (p, p): the block of the inverse KKT matrix that maps Z̃ᵀ W v to β
-    inverse: np.ndarray
     #: (n_sets,): the weights w(U), scaled (β does not change when W is scaled)
     weight: np.ndarray
     #: (n_sets,): index of each set's size among the sizes present
@@ -434,9 +447,69 @@ class ShapleyRegression:
         return 2.0 * self.weight[rows, None] * (keep[rows] - self.mean_design[self.group[rows]])
 
 
+@dataclass(frozen=True)
+class ShapleyRegression(CentredDesign):
+    """Step 3 in a form that takes the game in chunks of sets (:func:`shapley_regression`):
+    Sh = inverse · Σ_U 2 w(U) z̃_U v(U) + v(all) / p."""
+
+    #: (p, p): the block of the inverse KKT matrix that maps Z̃ᵀ W v to β
+    inverse: np.ndarray = None
+
+
+def centred_design(keep: np.ndarray | PackedSets, weight: np.ndarray, chunk: int = 256,
+                   scale: float | None = None) -> tuple[CentredDesign, np.ndarray]:
+    """The centring per size of the sets ``keep`` (a bool (n_sets, p) matrix or
+    :class:`PackedSets`, read ``chunk`` sets at a time) with ``weight``, and its (p, p) Gram
+    matrix 2 Z̃ᵀ W Z̃ (:func:`shapley_regression`). ``scale`` divides the weights (default:
+    their largest). Sets of weight 0 take no part (a size whose every set has weight 0 is
+    left out)."""
+    n_rows, p = keep.shape
+    if scale is None:
+        scale = weight.max() if len(weight) else 1.0
+    w = weight / scale
+    sizes = [keep[rows].sum(axis=1) for rows in _chunks(n_rows, chunk)]
+    _, group = np.unique(np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64),
+                         return_inverse=True)
+    total = np.bincount(group, weights=w)
+    # weight of a row within its size
+    share = np.divide(w, total[group], out=np.zeros_like(w), where=total[group] > 0)
+    mean_design = np.zeros((len(total), p))
+    for rows in _chunks(n_rows, chunk):
+        np.add.at(mean_design, group[rows], share[rows, None] * keep[rows])
+    gram = np.zeros((p, p))
+    for rows in _chunks(n_rows, chunk):  # (chunk, p) temporaries: 0.4 MB at p = 200
+        centred = keep[rows] - mean_design[group[rows]]
+        gram += (2.0 * w[rows, None] * centred).T @ centred
+    return CentredDesign(w, group, mean_design), gram
+
+
+def constrained_inverse(gram: np.ndarray, n_sets: int) -> np.ndarray:
+    """The (p, p) block of the inverse of [[gram, 1], [1ᵀ, 0]] that maps 2 Z̃ᵀ W v to β under
+    Σ_j β_j = 0 (:func:`shapley_regression`; ``n_sets`` for the error message).
+
+    Raises
+    ------
+    InvalidParameterError
+        When the subsets do not determine β (too few distinct subsets for the variables).
+    """
+    p = len(gram)
+    kkt = np.zeros((p + 1, p + 1))
+    kkt[:p, :p] = gram
+    kkt[:p, p] = 1.0
+    kkt[p, :p] = 1.0
+    rank = np.linalg.matrix_rank(kkt)
+    if rank < p + 1:
+        raise InvalidParameterError(
+            f"SHAFF's regression is underdetermined: its {n_sets} subsets identify "
+            f"{rank - 1} of the {p - 1} contrasts between the {p} variables (the weighted "
+            "design must have rank p - 1 under the efficiency constraint). Use more subsets "
+            f"('n_subsets') or include every singleton. Got {n_sets} subsets for {p} "
+            "variables.")
+    return np.linalg.solve(kkt, np.eye(p + 1)[:, :p])[:p]
+
+
 def shapley_regression(keep: np.ndarray | PackedSets, weight: np.ndarray,
-                       chunk: int = 256, groups: np.ndarray | None = None,
-                       scale: float | None = None) -> ShapleyRegression:
+                       chunk: int = 256) -> ShapleyRegression:
     """The linear map of the regression, factorised: Sh = A v + v_full / p.
 
     Fits ``v(U) ≈ β·1_U + h(|U|)`` by weighted least squares over the rows of ``keep``,
@@ -451,45 +524,15 @@ def shapley_regression(keep: np.ndarray | PackedSets, weight: np.ndarray,
     like an estimate). Z̃ᵀ W M = 0 because the weighted column sums of Z̃ vanish within
     every size, so the centring of v can be dropped: A = inverse · 2 Z̃ᵀ W. Z̃ is formed
     ``chunk`` sets at a time, from a bool (n_sets, p) matrix or :class:`PackedSets`.
-    ``groups`` (an integer per set) gives each group of sets its own free effect instead
-    of each size (every group within one size: :class:`StreamedShapley` groups by batch
-    and size); ``scale`` divides the weights (default: their largest; β does not depend
-    on it).
 
     Raises
     ------
     InvalidParameterError
         When the subsets do not determine β (too few distinct subsets for the variables).
     """
-    n_rows, p = keep.shape
-    if scale is None:
-        scale = weight.max() if len(weight) else 1.0
-    w = weight / scale
-    if groups is None:
-        sizes = [keep[rows].sum(axis=1) for rows in _chunks(n_rows, chunk)]
-        groups = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
-    _, group = np.unique(groups, return_inverse=True)
-    total = np.bincount(group, weights=w)
-    share = w / total[group]  # weight of a row within its size
-    mean_design = np.zeros((len(total), p))
-    for rows in _chunks(n_rows, chunk):
-        np.add.at(mean_design, group[rows], share[rows, None] * keep[rows])
-    kkt = np.zeros((p + 1, p + 1))
-    for rows in _chunks(n_rows, chunk):  # (chunk, p) temporaries: 0.4 MB at p = 200
-        centred = keep[rows] - mean_design[group[rows]]
-        kkt[:p, :p] += (2.0 * w[rows, None] * centred).T @ centred
-    kkt[:p, p] = 1.0
-    kkt[p, :p] = 1.0
-    rank = np.linalg.matrix_rank(kkt)
-    if rank < p + 1:
-        raise InvalidParameterError(
-            f"SHAFF's regression is underdetermined: its {n_rows} subsets identify "
-            f"{rank - 1} of the {p - 1} contrasts between the {p} variables (the weighted "
-            "design must have rank p - 1 under the efficiency constraint). Use more subsets "
-            f"('n_subsets') or include every singleton. Got {n_rows} subsets for {p} "
-            "variables.")
-    inverse = np.linalg.solve(kkt, np.eye(p + 1)[:, :p])[:p]
-    return ShapleyRegression(inverse, w, group, mean_design)
+    part, gram = centred_design(keep, weight, chunk)
+    return ShapleyRegression(part.weight, part.group, part.mean_design,
+                             inverse=constrained_inverse(gram, keep.shape[0]))
 
 
 def shapley_operator(keep: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -614,23 +657,23 @@ class StreamedShapley:
     chunk of sets (``GAME_CHUNK_BYTES`` of projected predictions) is projected and its
     weighted, centred indicators times its game terms are summed, Σ_U 2 w(U) z̃_U v(U),
     by row. Every batch is a whole design (the sets of size 1 and p − 1 with their weights,
-    then its draws), and the batches together are their mean: each set keeps its batch's
-    weight (the sum over B batches is B times the mean, which leaves β unchanged), and
-    the free effects of the regression are per size *and batch*, so that a batch's centring
-    z̃ (its own weighted mean indicator per size) is final when the batch is projected and
-    one (p, n) sum holds every batch. The effects are the inverse KKT block of all the
-    batches' sets, grouped so, times that sum, plus (v̂(all) − v̂(∅)) / p. A further batch
-    projects the 2 p exact sets again (10 % of a batch at p = 200) rather than holding
-    their row terms.
+    then its draws), and the batches together are their sum (B times their mean, which
+    leaves β unchanged), with free effects per size *and batch*: a batch's centring z̃ (its
+    own weighted mean indicator per size) is final when the batch is projected, so one (p, n)
+    sum and one (p, p) Gram matrix hold every batch, and nothing per set is kept. The
+    effects are the constrained inverse of the summed Gram matrix times that sum, plus
+    (v̂(all) − v̂(∅)) / p. A further batch projects the 2 p exact sets again (10 % of a batch
+    at p = 200).
 
     The design's own error (:meth:`design_error`): every batch is two half designs
-    (:func:`kernel_subsets`), and the effects of the two halves, from the game's means,
-    differ by the design's error alone (the rows and the trees are the same). Half their
-    difference estimates the error of the whole design: with the exact game of the p = 200
-    linear Gaussian model (issue 20) in place of v̂, its root mean square over the 200
-    effects was 0.0036-0.0041 where the true one was 0.0026-0.0032 (K = 4000), 0.0018-0.0019
-    for 0.0015-0.0018 (K = 8000) and 0.0012 for 0.0011 (K = 16 000), on 3 draws each:
-    slightly above the truth (its error falls faster than 1 / √K at small K).
+    (:func:`kernel_subsets`), regressed the same way on the game's means (a Gram matrix and a
+    p-vector each); their effects differ by the design's error alone (the rows and the trees
+    are the same). Half their difference estimates the error of the whole design: with the
+    exact game of the p = 200 linear Gaussian model (issue 20) in place of v̂, its root mean
+    square over the 200 effects was 0.0036-0.0041 where the true one was 0.0026-0.0032
+    (K = 4000), 0.0018-0.0019 for 0.0015-0.0018 (K = 8000) and 0.0012 for 0.0011
+    (K = 16 000), on 3 draws each: slightly above the truth (its error falls faster than
+    1 / √K at small K).
     """
 
     def __init__(self, game: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
@@ -648,104 +691,83 @@ class StreamedShapley:
         self.walked_up = int(walked_ends.sum())
         self.enumerated = False  # every subset, with its weight: no design error
         self.scale = 1.0  # the first batch's largest weight divides every weight
-        # Σ_U 2 w z̃_U (v̂(U) − v̂(∅)) by row, over every batch
-        self.weighted_sum = np.zeros((self.n_players, len(self.empty)))
-        self.bits: list[np.ndarray] = []
-        self.weights: list[np.ndarray] = []
-        self.halves: list[np.ndarray] = []
-        self.groups: list[np.ndarray] = []  # batch and size of each set
-        self.means: list[np.ndarray] = []  # v̂(U) − v̂(∅), the game's means
+        self.n_batches = 0
+        self.n_sets = 0  # projected, over every batch
+        p = self.n_players
+        # the whole design, then its two halves: Gram matrices and Σ 2 w z̃ v̄ of the means
+        self.grams = np.zeros((3, p, p))
+        self.mean_sums = np.zeros((3, p))
+        self.weighted_sum: np.ndarray | None = None  # Σ 2 w z̃ v by row, (p, n)
 
     @property
     def n_players(self) -> int:
         return int(self.players.sum())
 
-    @property
-    def n_batches(self) -> int:
-        return len(self.bits)
-
-    @property
-    def n_sets(self) -> int:
-        """The sets projected so far, over every batch."""
-        return sum(len(bits) for bits in self.bits)
-
     def add(self, subsets: SubsetDesign) -> None:
         """Project the sets of ``subsets`` (a batch of :func:`design`), chunk by chunk."""
         keep = subsets.sets if self.players.all() else subsets.sets.columns(self.players)
         self.enumerated |= subsets.enumerated
-        if not self.bits and len(subsets.weight):
+        if not self.n_batches and len(subsets.weight):
             self.scale = float(subsets.weight.max())
-        n_rows = len(self.empty)
+        self.n_batches += 1
+        self.n_sets += len(keep)
+        if not self.n_players:
+            return
+        part, gram = centred_design(keep, subsets.weight, scale=self.scale)
+        self.grams[0] += gram
+        del gram
+        if self.weighted_sum is None:  # after the batch's centring: not beside its temporaries
+            self.weighted_sum = np.zeros((self.n_players, len(self.empty)))
         # at least SUBSET_GROUPS sets, so that every chunk has a task per core (a fixed
         # number, never the number of threads: the chunks fix the order of the sums)
-        chunk = max(SUBSET_GROUPS, GAME_CHUNK_BYTES // (n_rows * self.game_width * 8))
-        if self.n_players:
-            regression = shapley_regression(keep, subsets.weight, scale=self.scale)
-            for rows in _chunks(len(keep), chunk):
-                explained, walked = self.game(subsets.sets[rows])
-                explained -= self.empty
-                self.walked_up += int(walked.sum())
-                self.means.append(explained.mean(axis=1))
-                centred = regression.weighted_centred(keep, rows).T
-                for block in _chunks(explained.shape[1], PRODUCT_COLUMNS):  # small temporaries
-                    self.weighted_sum[:, block] += centred @ explained[:, block]
-                del explained, centred  # not alive beside the next chunk's projections
-        sizes = np.concatenate([keep[rows].sum(axis=1) for rows in _chunks(len(keep), SET_BLOCK)]
-                               or [np.zeros(0, dtype=np.int64)])
-        self.groups.append(self.n_batches * (self.n_players + 1) + sizes)
-        self.bits.append(keep.bits)
-        self.weights.append(subsets.weight)
-        self.halves.append(subsets.halves)
+        chunk = max(SUBSET_GROUPS,
+                    GAME_CHUNK_BYTES // (len(self.empty) * self.game_width * 8))
+        means = np.empty(len(keep))
+        for rows in _chunks(len(keep), chunk):
+            explained, walked = self.game(subsets.sets[rows])
+            explained -= self.empty
+            self.walked_up += int(walked.sum())
+            means[rows] = explained.mean(axis=1)
+            centred = part.weighted_centred(keep, rows).T
+            for block in _chunks(explained.shape[1], PRODUCT_COLUMNS):  # small temporaries
+                self.weighted_sum[:, block] += centred @ explained[:, block]
+            del explained, centred  # not alive beside the next chunk's projections
+        # the regressions of the game's means: the whole design's, then its halves'
+        self._add_means(0, part, keep, means)
+        for half in range(2):
+            part, gram = centred_design(keep, subsets.halves[:, half], scale=self.scale)
+            self.grams[1 + half] += gram
+            self._add_means(1 + half, part, keep, means)
 
-    def _regression(self, rows: np.ndarray | None = None,
-                    half: int | None = None) -> tuple[ShapleyRegression, PackedSets]:
-        """The regression of every batch's sets (or of ``rows`` of them, with the weights of
-        ``half``), free effects per batch and size."""
-        sets = PackedSets(np.vstack(self.bits), self.n_players)
-        weight = np.concatenate(self.weights) if half is None else \
-            np.concatenate(self.halves)[:, half]
-        groups = np.concatenate(self.groups)
-        if rows is not None:
-            sets, weight, groups = PackedSets(sets.bits[rows], sets.n_features), weight[rows], \
-                groups[rows]
-        return shapley_regression(sets, weight, groups=groups, scale=self.scale), sets
-
-    def _mean_effects(self, rows: np.ndarray | None = None,
-                      half: int | None = None) -> np.ndarray:
-        """The effects (row means) of the design of :meth:`_regression`."""
-        regression, sets = self._regression(rows, half)
-        means = np.concatenate(self.means)
-        if rows is not None:
-            means = means[rows]
-        total = np.zeros(self.n_players)
-        for chunk in _chunks(len(sets), SET_BLOCK):
-            total += regression.weighted_centred(sets, chunk).T @ means[chunk]
-        return regression.inverse @ total + float((self.full - self.empty).mean()) \
-            / self.n_players
+    def _add_means(self, k: int, part: CentredDesign, keep: PackedSets,
+                   means: np.ndarray) -> None:
+        """Σ_U 2 w z̃_U v̄(U) of the design ``k`` (0 whole, 1 and 2 its halves)."""
+        for rows in _chunks(len(keep), SET_BLOCK):
+            self.mean_sums[k] += part.weighted_centred(keep, rows).T @ means[rows]
 
     def design_error(self) -> DesignError:
         """The effects of the design so far, and its error from its two halves."""
         if not self.n_players:
             return DesignError(effects=np.zeros(0), halves=np.zeros((2, 0)), std=0.0,
                                ratio=0.0)
-        effects = self._mean_effects()
-        halves = np.concatenate(self.halves)
-        both = np.array([self._mean_effects(np.flatnonzero(halves[:, half] > 0), half)
-                         for half in range(2)])
-        std = float(np.sqrt(np.mean(((both[0] - both[1]) / 2) ** 2)))
-        gap = max(float(effects.max() - effects.min()), 1e-12)
-        return DesignError(effects=effects, halves=both, std=std, ratio=std / gap)
+        explained = float((self.full - self.empty).mean()) / self.n_players
+        effects = [constrained_inverse(gram, self.n_sets) @ total + explained
+                   for gram, total in zip(self.grams, self.mean_sums, strict=True)]
+        std = float(np.sqrt(np.mean(((effects[1] - effects[2]) / 2) ** 2)))
+        gap = max(float(effects[0].max() - effects[0].min()), 1e-12)
+        return DesignError(effects=effects[0], halves=np.array(effects[1:]), std=std,
+                           ratio=std / gap)
 
     def terms(self) -> ShapleyTerms:
         """The effects of every set added, term by term over the scored rows."""
         full, empty = self.full, self.empty
         self.game = None  # from here, (n_players, n) arrays only: at most two at once
-        if not self.n_players:
-            return ShapleyTerms(effects=np.zeros((0, len(empty))), explained=full - empty,
-                                v_empty=float(empty.mean()), walked_up=self.walked_up)
-        regression, _ = self._regression()
-        effects = regression.inverse @ self.weighted_sum
-        del self.weighted_sum
+        if not self.n_players or self.weighted_sum is None:
+            return ShapleyTerms(effects=np.zeros((self.n_players, len(empty))),
+                                explained=full - empty, v_empty=float(empty.mean()),
+                                walked_up=self.walked_up)
+        effects = constrained_inverse(self.grams[0], self.n_sets) @ self.weighted_sum
+        self.weighted_sum = None
         effects += (full - empty) / self.n_players
         return ShapleyTerms(effects=effects, explained=full - empty,
                             v_empty=float(empty.mean()), walked_up=self.walked_up)
