@@ -9,7 +9,7 @@ random Forests", AISTATS 2022 (arXiv 2105.11724), Sec. 3; seed 002 (Scornet's sl
    (``sampling="paths"``, nodes of depth 1 to ``path_depth``).
 2. (:func:`projected_game`, on :mod:`harness.kernels.reroute.subset_projection`) v̂(U),
    the out-of-bag explained variance of the forest projected on U. The method takes steps 2
-   and 3 together in chunks of sets (:func:`streamed_shapley`), so that its memory does not
+   and 3 together in chunks of sets (:class:`StreamedShapley`), so that its memory does not
    grow with K.
 3. Sh = argmin_β (1/K) Σ_U w(U) / p̂(U) (v̂(U) − β·1_U)², with the Shapley kernel
    w(U) = (p − 1) / (C(p, |U|) |U| (p − |U|)) (Lundberg & Lee 2017) and the efficiency
@@ -85,7 +85,7 @@ SET_BLOCK = 256
 class PackedSets:
     """Variable sets, one row of bits each (``np.packbits`` along the variables): a bit per
     (set, variable), an eighth of a bool matrix. SHAFF holds its sets from the design to the
-    last chunk of projections: at p = 200, its default 4 401 sets take 0.11 MB as bits,
+    last chunk of projections: at p = 200, a batch's 4 400 sets take 0.11 MB as bits,
     0.88 MB as bools. Read as bools a block of sets at a time (``sets[rows]``)."""
 
     bits: np.ndarray  # uint8 (m, ceil(p / 8))
@@ -411,7 +411,7 @@ def design_of(players: np.ndarray, draws: Draws,
                         players=players, halves=halves)
 
 
-#: Bytes of projected predictions (sets × rows × outputs) that :func:`streamed_shapley` holds
+#: Bytes of projected predictions (sets × rows × outputs) that :class:`StreamedShapley` holds
 #: at once, or ``SUBSET_GROUPS`` sets if more: the game is projected and regressed in chunks
 #: of sets, so SHAFF's memory does not grow with the number of sets (at p = 200, 4 401 sets
 #: × 1 000 rows took 35 MB per copy; a chunk of 64 sets takes 0.5 MB).
@@ -613,7 +613,7 @@ def projected_game(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
 
 @dataclass(frozen=True)
 class ShapleyTerms:
-    """What :func:`streamed_shapley` returns, term by term over the scored rows."""
+    """What :meth:`StreamedShapley.terms` returns, term by term over the scored rows."""
 
     #: (n_players, n_scored): row i's term of each player's Shapley effect (the effect is
     #: the row mean)

@@ -311,7 +311,7 @@ class SubsetProjector:
     """Projections of one forest on variable subsets, for one set of training rows: what every
     call shares (the forest's descent tables, the in-bag counts tree by tree, the tables'
     first size) is computed once, by :meth:`build`, so that a caller that projects its
-    subsets in chunks (:func:`harness.estimators.shaff.streamed_shapley`) pays it once."""
+    subsets in chunks (:class:`harness.estimators.shaff.StreamedShapley`) pays it once."""
 
     forest: PackedForest
     X32: np.ndarray
