@@ -483,7 +483,7 @@ def centred_design(keep: np.ndarray | PackedSets, weight: np.ndarray, chunk: int
     return CentredDesign(w, group, mean_design), gram
 
 
-def constrained_inverse(gram: np.ndarray, n_sets: int) -> np.ndarray:
+def constrained_inverse(gram: np.ndarray, n_sets: int, check: bool = True) -> np.ndarray:
     """The (p, p) block of the inverse of [[gram, 1], [1ᵀ, 0]] that maps 2 Z̃ᵀ W v to β under
     Σ_j β_j = 0 (:func:`shapley_regression`; ``n_sets`` for the error message).
 
@@ -497,7 +497,7 @@ def constrained_inverse(gram: np.ndarray, n_sets: int) -> np.ndarray:
     kkt[:p, :p] = gram
     kkt[:p, p] = 1.0
     kkt[p, :p] = 1.0
-    rank = np.linalg.matrix_rank(kkt)
+    rank = np.linalg.matrix_rank(kkt) if check else p + 1
     if rank < p + 1:
         raise InvalidParameterError(
             f"SHAFF's regression is underdetermined: its {n_sets} subsets identify "
@@ -698,6 +698,7 @@ class StreamedShapley:
         self.grams = np.zeros((3, p, p))
         self.mean_sums = np.zeros((3, p))
         self.weighted_sum: np.ndarray | None = None  # Σ 2 w z̃ v by row, (p, n)
+        self._inverse: tuple[int, np.ndarray | None] = (-1, None)  # (batches, its inverse)
 
     @property
     def n_players(self) -> int:
@@ -751,8 +752,12 @@ class StreamedShapley:
             return DesignError(effects=np.zeros(0), halves=np.zeros((2, 0)), std=0.0,
                                ratio=0.0)
         explained = float((self.full - self.empty).mean()) / self.n_players
-        effects = [constrained_inverse(gram, self.n_sets) @ total + explained
-                   for gram, total in zip(self.grams, self.mean_sums, strict=True)]
+        # the halves hold the sets of size 1 and p - 1 as the whole does: identified if it is
+        self._inverse = (self.n_batches, constrained_inverse(self.grams[0], self.n_sets))
+        inverses = [self._inverse[1]] + [constrained_inverse(gram, self.n_sets, check=False)
+                                         for gram in self.grams[1:]]
+        effects = [inverse @ total + explained
+                   for inverse, total in zip(inverses, self.mean_sums, strict=True)]
         std = float(np.sqrt(np.mean(((effects[1] - effects[2]) / 2) ** 2)))
         gap = max(float(effects[0].max() - effects[0].min()), 1e-12)
         return DesignError(effects=effects[0], halves=np.array(effects[1:]), std=std,
@@ -766,7 +771,10 @@ class StreamedShapley:
             return ShapleyTerms(effects=np.zeros((self.n_players, len(empty))),
                                 explained=full - empty, v_empty=float(empty.mean()),
                                 walked_up=self.walked_up)
-        effects = constrained_inverse(self.grams[0], self.n_sets) @ self.weighted_sum
+        batches, inverse = self._inverse
+        if batches != self.n_batches:  # not solved since the last batch
+            inverse = constrained_inverse(self.grams[0], self.n_sets)
+        effects = inverse @ self.weighted_sum
         self.weighted_sum = None
         effects += (full - empty) / self.n_players
         return ShapleyTerms(effects=effects, explained=full - empty,
