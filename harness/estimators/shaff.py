@@ -75,7 +75,7 @@ import numpy as np
 
 from harness.core.errors import InvalidParameterError
 from harness.forest.packed import PackedForest
-from harness.kernels.reroute.subset_projection import SUBSET_GROUPS, SubsetProjector
+from harness.kernels.reroute.subset_projection import SubsetProjector
 
 #: Sets per block when :class:`PackedSets` are rewritten whole.
 SET_BLOCK = 256
@@ -412,10 +412,19 @@ def design_of(players: np.ndarray, draws: Draws,
 
 
 #: Bytes of projected predictions (sets × rows × outputs) that :class:`StreamedShapley` holds
-#: at once, or ``SUBSET_GROUPS`` sets if more: the game is projected and regressed in chunks
+#: at once, or ``GAME_CHUNK_SETS`` sets if more: the game is projected and regressed in chunks
 #: of sets, so SHAFF's memory does not grow with the number of sets (at p = 200, 4 401 sets
-#: × 1 000 rows took 35 MB per copy; a chunk of 64 sets takes 0.5 MB).
+#: × 1 000 rows took 35 MB per copy; a chunk of 32 sets takes 0.25 MB).
 GAME_CHUNK_BYTES = 1 << 18
+#: The fewest sets in a chunk: a projection task per set group on any machine up to 32 cores
+#: (a fixed number, never the number of threads: the chunks fix the order of the sums). 64
+#: sets, with the projection's own tables of 2 threads and the chunk's terms, took 1.7 MB
+#: beside the running sums at p = 200 (300 trees), the bench's peak 2.16x the output and the
+#: forest, over issue 6's 2x.
+GAME_CHUNK_SETS = 32
+#: Sets per block of a design's centred indicators (3 (block, p) float temporaries: 0.3 MB
+#: at p = 200, beside SHAFF's running sums)
+CENTRING_CHUNK = 64
 #: Rows per product of a chunk's design with its game terms: the (n_players, n) product
 #: is added a block of rows at a time, never held whole beside the running sum.
 PRODUCT_COLUMNS = 256
@@ -456,13 +465,15 @@ class ShapleyRegression(CentredDesign):
     inverse: np.ndarray = None
 
 
-def centred_design(keep: np.ndarray | PackedSets, weight: np.ndarray, chunk: int = 256,
-                   scale: float | None = None) -> tuple[CentredDesign, np.ndarray]:
+def centred_design(keep: np.ndarray | PackedSets, weight: np.ndarray, chunk: int = CENTRING_CHUNK,
+                   scale: float | None = None,
+                   gram: np.ndarray | None = None) -> tuple[CentredDesign, np.ndarray]:
     """The centring per size of the sets ``keep`` (a bool (n_sets, p) matrix or
     :class:`PackedSets`, read ``chunk`` sets at a time) with ``weight``, and its (p, p) Gram
-    matrix 2 Z̃ᵀ W Z̃ (:func:`shapley_regression`). ``scale`` divides the weights (default:
-    their largest). Sets of weight 0 take no part (a size whose every set has weight 0 is
-    left out)."""
+    matrix 2 Z̃ᵀ W Z̃ (:func:`shapley_regression`), added to ``gram`` when given (a running
+    sum over batches: no (p, p) temporary) and returned. ``scale`` divides the weights
+    (default: their largest). Sets of weight 0 take no part (a size whose every set has
+    weight 0 is left out)."""
     n_rows, p = keep.shape
     if scale is None:
         scale = weight.max() if len(weight) else 1.0
@@ -476,8 +487,9 @@ def centred_design(keep: np.ndarray | PackedSets, weight: np.ndarray, chunk: int
     mean_design = np.zeros((len(total), p))
     for rows in _chunks(n_rows, chunk):
         np.add.at(mean_design, group[rows], share[rows, None] * keep[rows])
-    gram = np.zeros((p, p))
-    for rows in _chunks(n_rows, chunk):  # (chunk, p) temporaries: 0.4 MB at p = 200
+    if gram is None:
+        gram = np.zeros((p, p))
+    for rows in _chunks(n_rows, chunk):
         centred = keep[rows] - mean_design[group[rows]]
         gram += (2.0 * w[rows, None] * centred).T @ centred
     return CentredDesign(w, group, mean_design), gram
@@ -509,7 +521,7 @@ def constrained_inverse(gram: np.ndarray, n_sets: int, check: bool = True) -> np
 
 
 def shapley_regression(keep: np.ndarray | PackedSets, weight: np.ndarray,
-                       chunk: int = 256) -> ShapleyRegression:
+                       chunk: int = CENTRING_CHUNK) -> ShapleyRegression:
     """The linear map of the regression, factorised: Sh = A v + v_full / p.
 
     Fits ``v(U) ≈ β·1_U + h(|U|)`` by weighted least squares over the rows of ``keep``,
@@ -560,7 +572,8 @@ def explained_shares(projector: SubsetProjector, n_oob: np.ndarray,
     projected /= n_oob[scored, None]
     projected -= targets[scored][None]
     projected **= 2
-    errors = projected.sum(axis=2)
+    # one output: its column is the row's squared error (a view, not a (sets, rows) copy)
+    errors = projected[:, :, 0] if projected.shape[2] == 1 else projected.sum(axis=2)
     errors /= -float(targets.var(axis=0, ddof=1).sum())
     errors += 1.0
     return errors, n_walked_up
@@ -712,16 +725,13 @@ class StreamedShapley:
             self.scale = float(subsets.weight.max())
         self.n_batches += 1
         self.n_sets += len(keep)
+        self._inverse = (-1, None)  # solved for fewer batches: not kept beside this one
         if not self.n_players:
             return
-        part, gram = centred_design(keep, subsets.weight, scale=self.scale)
-        self.grams[0] += gram
-        del gram
+        part, _ = centred_design(keep, subsets.weight, scale=self.scale, gram=self.grams[0])
         if self.weighted_sum is None:  # after the batch's centring: not beside its temporaries
             self.weighted_sum = np.zeros((self.n_players, len(self.empty)))
-        # at least SUBSET_GROUPS sets, so that every chunk has a task per core (a fixed
-        # number, never the number of threads: the chunks fix the order of the sums)
-        chunk = max(SUBSET_GROUPS,
+        chunk = max(GAME_CHUNK_SETS,
                     GAME_CHUNK_BYTES // (len(self.empty) * self.game_width * 8))
         means = np.empty(len(keep))
         for rows in _chunks(len(keep), chunk):
@@ -733,17 +743,20 @@ class StreamedShapley:
             for block in _chunks(explained.shape[1], PRODUCT_COLUMNS):  # small temporaries
                 self.weighted_sum[:, block] += centred @ explained[:, block]
             del explained, centred  # not alive beside the next chunk's projections
-        # the regressions of the game's means: the whole design's, then its halves'
+        # the regressions of the game's means: the whole design's, then its halves' (one
+        # centring alive at a time)
         self._add_means(0, part, keep, means)
+        del part
         for half in range(2):
-            part, gram = centred_design(keep, subsets.halves[:, half], scale=self.scale)
-            self.grams[1 + half] += gram
+            part, _ = centred_design(keep, subsets.halves[:, half], scale=self.scale,
+                                     gram=self.grams[1 + half])
             self._add_means(1 + half, part, keep, means)
+            del part
 
     def _add_means(self, k: int, part: CentredDesign, keep: PackedSets,
                    means: np.ndarray) -> None:
         """Σ_U 2 w z̃_U v̄(U) of the design ``k`` (0 whole, 1 and 2 its halves)."""
-        for rows in _chunks(len(keep), SET_BLOCK):
+        for rows in _chunks(len(keep), CENTRING_CHUNK):
             self.mean_sums[k] += part.weighted_centred(keep, rows).T @ means[rows]
 
     def design_error(self) -> DesignError:

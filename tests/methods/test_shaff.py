@@ -164,7 +164,7 @@ def _streaming_inputs(n_samples: int, n_features: int, model):
 
 def test_the_streamed_effects_are_the_shapley_formula_of_the_projected_game(monkeypatch):
     """SHAFF projects and regresses its sets in chunks (``GAME_CHUNK_BYTES``, at least
-    ``SUBSET_GROUPS`` sets) and never holds the whole game. With every subset of 5 variables
+    ``GAME_CHUNK_SETS`` sets) and never holds the whole game. With every subset of 5 variables
     and chunks of one set, the effects must still be the Shapley formula of the projected
     game v̂(U) − v̂(∅), that game computed set by set with :func:`projected_game` (all
     subsets enumerated: no regression error)."""
@@ -173,7 +173,7 @@ def test_the_streamed_effects_are_the_shapley_formula_of_the_projected_game(monk
     subsets = design(view.packed, 1000, 4, np.random.default_rng(0))
     assert subsets.enumerated and subsets.players.all()
     monkeypatch.setattr(shaff_estimators, "GAME_CHUNK_BYTES", 1)
-    monkeypatch.setattr(shaff_estimators, "SUBSET_GROUPS", 1)  # the least sets per chunk
+    monkeypatch.setattr(shaff_estimators, "GAME_CHUNK_SETS", 1)  # the least sets per chunk
     streamed = streamed_shapley(*inputs, subsets)
     keep = np.vstack([all_subsets(5), np.ones((1, 5), dtype=bool)])
     game = projected_game(*inputs, keep).terms.mean(axis=1)
@@ -208,7 +208,7 @@ def test_the_streamed_chunks_hold_one_game_at_a_time(monkeypatch):
     finally:
         tracemalloc.stop()
     n_rows = len(inputs[1])
-    chunk = max(shaff_estimators.SUBSET_GROUPS,
+    chunk = max(shaff_estimators.GAME_CHUNK_SETS,
                 shaff_estimators.GAME_CHUNK_BYTES // (n_rows * 8))
     assert len(in_use) >= 4  # the ends, then at least three chunks
     assert max(in_use[2:]) - in_use[1] < chunk * n_rows * 8 / 2, in_use
