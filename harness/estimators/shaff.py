@@ -465,8 +465,8 @@ class ShapleyRegression(CentredDesign):
     inverse: np.ndarray = None
 
 
-def centred_design(keep: np.ndarray | PackedSets, weight: np.ndarray, chunk: int = CENTRING_CHUNK,
-                   scale: float | None = None,
+def centred_design(keep: np.ndarray | PackedSets, weight: np.ndarray,
+                   chunk: int = CENTRING_CHUNK, scale: float | None = None,
                    gram: np.ndarray | None = None) -> tuple[CentredDesign, np.ndarray]:
     """The centring per size of the sets ``keep`` (a bool (n_sets, p) matrix or
     :class:`PackedSets`, read ``chunk`` sets at a time) with ``weight``, and its (p, p) Gram
