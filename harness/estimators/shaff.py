@@ -70,6 +70,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -457,12 +458,14 @@ class CentredDesign:
 
 
 @dataclass(frozen=True)
-class ShapleyRegression(CentredDesign):
+class ShapleyRegression:
     """Step 3 in a form that takes the game in chunks of sets (:func:`shapley_regression`):
     Sh = inverse · Σ_U 2 w(U) z̃_U v(U) + v(all) / p."""
 
+    #: the design's centring per size, which gives 2 w(U) z̃_U
+    centring: CentredDesign
     #: (p, p): the block of the inverse KKT matrix that maps Z̃ᵀ W v to β
-    inverse: np.ndarray = None
+    inverse: np.ndarray
 
 
 def centred_design(keep: np.ndarray | PackedSets, weight: np.ndarray,
@@ -543,15 +546,15 @@ def shapley_regression(keep: np.ndarray | PackedSets, weight: np.ndarray,
         When the subsets do not determine β (too few distinct subsets for the variables).
     """
     part, gram = centred_design(keep, weight, chunk)
-    return ShapleyRegression(part.weight, part.group, part.mean_design,
-                             inverse=constrained_inverse(gram, keep.shape[0]))
+    return ShapleyRegression(part, constrained_inverse(gram, keep.shape[0]))
 
 
 def shapley_operator(keep: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The regression of :func:`shapley_regression` as a matrix: Sh = A v + b v_full, with A
     (p, n_sets) and b = 1 / p for every variable."""
     regression = shapley_regression(keep, weight)
-    operator = regression.inverse @ regression.weighted_centred(keep, slice(None)).T
+    centred = regression.centring.weighted_centred(keep, slice(None))
+    operator = regression.inverse @ centred.T
     return operator, np.full(keep.shape[1], 1.0 / keep.shape[1])
 
 
@@ -662,6 +665,17 @@ class DesignError:
     ratio: float
 
 
+class Game(Protocol):
+    """A game of :class:`StreamedShapley`: :class:`ForestGame`, or an exact game (tests)."""
+
+    #: outputs per projected prediction (1, or the classes): sizes the chunks of sets
+    width: int
+
+    def __call__(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For the bool (m, n_features) sets ``keep``, the (m, n) row terms of v(U) and
+        the (m,) counts of projected predictions that walked up."""
+
+
 class StreamedShapley:
     """SHAFF steps 2 and 3 over designs added batch by batch, the sets in chunks.
 
@@ -689,16 +703,14 @@ class StreamedShapley:
     1 / √K at small K).
     """
 
-    def __init__(self, game: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
-                 players: np.ndarray) -> None:
-        """``game(keep)``: for the bool (m, n_features) sets ``keep``, the (m, n) row terms
-        of v̂(U) and the (m,) counts of predictions that walked up (:class:`ForestGame`);
-        ``players``: bool (n_features,), the variables the design is over."""
+    def __init__(self, game: Game, players: np.ndarray) -> None:
+        """``game``: v̂(U) by row for chunks of sets (:class:`Game`); ``players``: bool
+        (n_features,), the variables the design is over."""
         n_features = len(players)
         ends = np.vstack([np.zeros((1, n_features), dtype=bool),
                           np.ones((1, n_features), dtype=bool)])
         self.game = game
-        self.game_width = getattr(game, "width", 1)
+        self.game_width = game.width
         (self.empty, self.full), walked_ends = game(ends)
         self.players = players
         self.walked_up = int(walked_ends.sum())

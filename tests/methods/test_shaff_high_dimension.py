@@ -3,6 +3,9 @@ form of a grouped linear Gaussian model (Bénard et al. 2022; seed 002, "SHAFF")
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 from sklearn.ensemble import RandomForestRegressor
@@ -108,6 +111,17 @@ def _gaussian_game(keep: np.ndarray, coef: np.ndarray, sigma: np.ndarray,
     return values / var_y
 
 
+@dataclass(frozen=True)
+class _ExactGame:
+    """A game of :class:`StreamedShapley` given as a function of the sets (one output)."""
+
+    values: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+    width: int = 1
+
+    def __call__(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.values(keep)
+
+
 def _exact_p200_game():
     """The issue-20 setting's exact game v(U) = V(E[Y | X_U]) / V[Y] as a game of
     :class:`StreamedShapley` (one row: the game itself), and its closed-form Shapley
@@ -133,7 +147,7 @@ def _exact_p200_game():
     sample = np.random.default_rng(5).random((20, 200)) < 0.3
     np.testing.assert_allclose(game(sample)[0][:, 0],
                                _gaussian_game(sample, coef, sigma, var_y), rtol=0, atol=1e-12)
-    return game, truth
+    return _ExactGame(game), truth
 
 
 def test_p200_regression_on_the_exact_game_meets_the_closed_form():
