@@ -418,10 +418,11 @@ def design_of(players: np.ndarray, draws: Draws,
 #: × 1 000 rows took 35 MB per copy; a chunk of 32 sets takes 0.25 MB).
 GAME_CHUNK_BYTES = 1 << 18
 #: The fewest sets in a chunk: a projection task per set group on any machine up to 32 cores
-#: (a fixed number, never the number of threads: the chunks fix the order of the sums). 64
-#: sets, with the projection's own tables of 2 threads and the chunk's terms, took 1.7 MB
-#: beside the running sums at p = 200 (300 trees), the bench's peak 2.16x the output and the
-#: forest, over issue 6's 2x.
+#: (a fixed number, never the number of threads: the chunks fix the order of the sums). With
+#: 64, the chunk's terms and the projection's own tables (2 threads) took up to 1.7 MB beside
+#: the running sums at p = 200 (300 trees); with a batch's other temporaries, the bench's
+#: ``shaff-benard2022`` peak read 2.16x the output and the forest (issue 6: at most 2x),
+#: 1.85x with 32 and the footprint of :meth:`StreamedShapley.add` trimmed.
 GAME_CHUNK_SETS = 32
 #: Sets per block of a design's centred indicators (3 (block, p) float temporaries: 0.3 MB
 #: at p = 200, beside SHAFF's running sums)
