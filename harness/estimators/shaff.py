@@ -576,8 +576,10 @@ def explained_shares(projector: SubsetProjector, n_oob: np.ndarray,
     projected /= n_oob[scored, None]
     projected -= targets[scored][None]
     projected **= 2
-    # one output: its column is the row's squared error (a view, not a (sets, rows) copy)
-    errors = projected[:, :, 0] if projected.shape[2] == 1 else projected.sum(axis=2)
+    # summed over the outputs into the first one's column: no (sets, rows) copy
+    errors = projected[:, :, 0]
+    for output in range(1, projected.shape[2]):
+        errors += projected[:, :, output]
     errors /= -float(targets.var(axis=0, ddof=1).sum())
     errors += 1.0
     return errors, n_walked_up
@@ -724,7 +726,7 @@ class StreamedShapley:
         self.grams = np.zeros((3, p, p))
         self.mean_sums = np.zeros((3, p))
         self.weighted_sum: np.ndarray | None = None  # Σ 2 w z̃ v by row, (p, n)
-        self._inverse: tuple[int, np.ndarray | None] = (-1, None)  # (batches, its inverse)
+        self._inverse: np.ndarray | None = None  # of grams[0], since the last batch
 
     @property
     def n_players(self) -> int:
@@ -738,7 +740,7 @@ class StreamedShapley:
             self.scale = float(subsets.weight.max())
         self.n_batches += 1
         self.n_sets += len(keep)
-        self._inverse = (-1, None)  # solved for fewer batches: not kept beside this one
+        self._inverse = None  # solved for fewer batches: not kept beside this one
         if not self.n_players:
             return
         part, _ = centred_design(keep, subsets.weight, scale=self.scale, gram=self.grams[0])
@@ -753,12 +755,11 @@ class StreamedShapley:
             self.walked_up += int(walked.sum())
             means[rows] = explained.mean(axis=1)
             centred = part.weighted_centred(keep, rows).T
+            self.mean_sums[0] += centred @ means[rows]  # the whole design's, on the way
             for block in _chunks(explained.shape[1], PRODUCT_COLUMNS):  # small temporaries
                 self.weighted_sum[:, block] += centred @ explained[:, block]
             del explained, centred  # not alive beside the next chunk's projections
-        # the regressions of the game's means: the whole design's, then its halves' (one
-        # centring alive at a time)
-        self._add_means(0, part, keep, means)
+        # the regressions of the game's means on the halves (one centring alive at a time)
         del part
         for half in range(2):
             part, _ = centred_design(keep, subsets.halves[:, half], scale=self.scale,
@@ -768,7 +769,7 @@ class StreamedShapley:
 
     def _add_means(self, k: int, part: CentredDesign, keep: PackedSets,
                    means: np.ndarray) -> None:
-        """Σ_U 2 w z̃_U v̄(U) of the design ``k`` (0 whole, 1 and 2 its halves)."""
+        """Σ_U 2 w z̃_U v̄(U) of the half design ``k`` (1 or 2)."""
         for rows in _chunks(len(keep), CENTRING_CHUNK):
             self.mean_sums[k] += part.weighted_centred(keep, rows).T @ means[rows]
 
@@ -779,8 +780,8 @@ class StreamedShapley:
                                ratio=0.0)
         explained = float((self.full - self.empty).mean()) / self.n_players
         # the halves hold the sets of size 1 and p - 1 as the whole does: identified if it is
-        self._inverse = (self.n_batches, constrained_inverse(self.grams[0], self.n_sets))
-        inverses = [self._inverse[1]] + [constrained_inverse(gram, self.n_sets, check=False)
+        self._inverse = constrained_inverse(self.grams[0], self.n_sets)
+        inverses = [self._inverse] + [constrained_inverse(gram, self.n_sets, check=False)
                                          for gram in self.grams[1:]]
         effects = [inverse @ total + explained
                    for inverse, total in zip(inverses, self.mean_sums, strict=True)]
@@ -797,8 +798,8 @@ class StreamedShapley:
             return ShapleyTerms(effects=np.zeros((self.n_players, len(empty))),
                                 explained=full - empty, v_empty=float(empty.mean()),
                                 walked_up=self.walked_up)
-        batches, inverse = self._inverse
-        if batches != self.n_batches:  # not solved since the last batch
+        inverse = self._inverse
+        if inverse is None:  # not solved since the last batch
             inverse = constrained_inverse(self.grams[0], self.n_sets)
         effects = inverse @ self.weighted_sum
         self.weighted_sum = None
