@@ -9,7 +9,6 @@ as the Python API's. Without a command, the help is printed and the exit code is
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -17,6 +16,8 @@ import tomllib
 from pathlib import Path
 
 from harness import __version__
+from harness.cli.bench import DEFAULT_BENCH_OUT, run_bench_command
+from harness.cli.common import check_processes, methods_to_compile
 from harness.core import registry
 from harness.core.errors import BadInputError, HarnessError
 from harness.run.options import check_option
@@ -24,7 +25,6 @@ from harness.run.options import check_option
 EXIT_BAD_INPUT = 2
 CONFIG_KEYS = ("datasets", "models", "methods", "seeds", "out", "jobs", "timeout", "executor",
                "explain_on", "max_explain", "force", "max_memory", "scheduler")
-DEFAULT_BENCH_OUT = Path("runs/bench/bench.json")
 MEMORY_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
@@ -155,6 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="instead: peak memory (resident and traced) of every local method "
                             "at 10^4-10^6 rows x 20 features, 100-tree forest, each in a "
                             "fresh process (harness.bench.memory; about 10 minutes)")
+    bench.add_argument("--everything", action="store_true",
+                       help="every figure of the bench in one run: --cold, the speed table "
+                            "on one thread, --threads 2 on the methods with a thread target, "
+                            "--memory, --scaling and --runner, then a headline of each with "
+                            "its wall time (about 50 minutes on 2 cores)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar")
     cmpl = commands.add_parser(
         "compile", help="compile every method's kernels into numba's cache, in parallel")
@@ -294,103 +299,13 @@ def _run_list() -> int:
     return 0
 
 
-BENCH_COLUMNS = {
-    "case": "case", "method": "method", "n_rows": "rows", "seconds": "seconds",
-    "ratio_to_predict": "x predict", "target_ratio": "max x", "reference": "versus",
-    "reference_status": "status", "reference_seconds": "its seconds", "speedup": "speed-up",
-    "target_speedup": "min speed-up", "max_abs_diff": "max|diff|",
-    "max_diff_in_std": "max|diff|/std", "note": "note", "memory_ratio": "memory x",
-    "one_thread_seconds": "1-thread s", "thread_speedup": "threads x",
-    "cpu_thread_speedup": "threads x (CPU)",
-    "target_thread_speedup": "min threads x", "same_as_one_thread": "same bits",
-    "meets_target": "meets",
-}
-
-
-def _run_bench_runner(args) -> int:
-    from harness.bench.overhead import run_overhead
-
-    say = None if args.no_progress else (lambda text: print(text, file=sys.stderr))
-    runner, store = run_overhead(on_step=say)
-    print("runner overhead per cell (jobs=1; wall minus the cells' own explain and predict):")
-    print(runner.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    print("store and reports, per cell:")
-    print(store.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    return 0
-
-
-def _run_bench_scaling(args) -> int:
-    from harness.bench.scaling import BUDGET, MIN_SPAN, QUICK, run_scaling, scaling_record
-
-    budget = args.budget if args.budget is not None else (
-        QUICK["budget"] if args.quick else BUDGET)
-    if not 0 < budget < math.inf:
-        raise HarnessError(f"--budget must be a number of seconds > 0; got {budget}.")
-    options = {"budget": budget, "methods": args.method,
-               **({"fit_budget": QUICK["fit_budget"], "repeat": QUICK["repeat"]}
-                  if args.quick else {"repeat": args.repeat})}
-    say = None if args.no_progress else (lambda text: print(text, file=sys.stderr))
-    result = run_scaling(**options, on_step=say)
-    out = args.out if args.out != DEFAULT_BENCH_OUT else DEFAULT_BENCH_OUT.with_name(
-        "scaling.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(scaling_record(result), indent=1), encoding="utf-8")
-    result["points"].to_csv(out.with_suffix(".csv"), index=False)
-    written = registry.write_scaling_report(out)
-    points = result["points"]
-    skipped = points[points["status"] != "ok"]
-    print(f"fitted exponents (time ~ size^k; stated in brackets; * disagrees; ? not judged: "
-          f"sizes span less than {MIN_SPAN:g}x, or a slope below the stated order over points "
-          f"the flat part may dominate; notes in {written[0].name}):")
-    print(_exponent_table(result["exponents"]).to_string())
-    print(f"base point: {result['settings']['base']}; {int((points['status'] == 'ok').sum())} "
-          f"points timed, {len(skipped)} not ({', '.join(sorted(set(skipped['status'])))}"
-          f"; reasons in the table)")
-    print(f"table: {out}; figure: {written[-1]}; wall time: {result['wall_seconds']:.1f} s")
-    return 0
-
-
-def _exponent_table(exponents):
-    from harness.core.complexity import stated_label
-
-    def cell(row) -> str:
-        if row.exponent != row.exponent:  # NaN: no fit
-            return "-"
-        label = stated_label(getattr(row, "stated_low", row.stated), row.stated)
-        stated = f" [{label}]" if label else ""
-        mark = "*" if row.agrees is False else ""
-        if row.agrees is None and stated:  # shown, not judged (the note says why)
-            mark = "?"
-        return f"{row.exponent:.2f}{stated}{mark}"
-
-    table = exponents.assign(cell=[cell(row) for row in exponents.itertuples()])
-    return table.pivot(index="method", columns="axis", values="cell").fillna("-")
-
-
-def _check_processes(processes: int | None) -> None:
-    if processes is not None and processes < 1:
-        raise HarnessError(f"--processes must be an int >= 1; got {processes}.")
-
-
-def _methods_to_compile(names: list[str] | None) -> list[str]:
-    """The named methods (each must be registered and installed), or every installed one."""
-    if not names:
-        return registry.installed_method_names()
-    for name in names:
-        missing = registry.get_method_class(name).missing_packages()  # unknown: BadInputError
-        if missing:
-            raise HarnessError(f"{name} needs {', '.join(missing)}, which is not installed; "
-                               f"got --methods {name}.")
-    return names
-
-
 def _run_compile(args) -> int:
     from tqdm import tqdm
 
     from harness.run.compile import cache_location, compile_in_processes
 
-    _check_processes(args.processes)
-    names = _methods_to_compile(_flatten(args.methods))
+    check_processes(args.processes)
+    names = methods_to_compile(_flatten(args.methods))
     classes = [registry.get_method_class(name) for name in names]
     bar = tqdm(total=len(classes), file=sys.stderr, disable=args.no_progress, unit="method",
                desc="compiling kernels", dynamic_ncols=True)
@@ -413,114 +328,6 @@ def _run_compile(args) -> int:
     print(f"compiled the kernels of {len(names) - len(report.errors)} of {len(names)} methods "
           f"in {report.seconds:.1f} s on {report.processes} processes into {cache_location()}")
     return 1 if report.errors else 0
-
-
-def _step_bar(no_progress: bool):
-    """A tqdm bar of steps on stderr and the ``on_step(text, done, total)`` that moves it."""
-    from tqdm import tqdm
-
-    bar = tqdm(file=sys.stderr, disable=no_progress, unit="step", dynamic_ncols=True)
-
-    def progress(text: str, done: int, total: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
-        bar.set_description_str(text[:60])
-
-    return bar, progress
-
-
-def _run_bench_cold(args) -> int:
-
-    from harness.bench.cold import TARGET_SECONDS, run_cold
-
-    _check_processes(args.processes)
-    names = _methods_to_compile(args.method)
-    bar, progress = _step_bar(args.no_progress)
-    try:  # (d), the first import, compiles every installed method: only when all are asked
-        table, summary = run_cold(names, args.processes, import_once=not args.method,
-                                  on_step=progress)
-    finally:
-        bar.close()
-    print(f"(a) parallel compile of every kernel into an empty cache: "
-          f"{summary['compile_wall']:.1f} s wall on {summary['processes']} processes "
-          f"(in the workers: {summary['compile_work']:.1f} s wall, "
-          f"{summary['compile_cpu']:.1f} s CPU)")
-    if "import_wall" in summary:
-        print(f"(d) the first `import harness` on an empty cache (HARNESS_COMPILE=import, the "
-              f"default; it runs (a)): {summary['import_wall']:.1f} s wall, "
-              f"{summary['import_cpu']:.1f} s CPU {summary['import_error']}".rstrip())
-    print(f"(b) first call from that cache (what every first call costs after (d)), then a "
-          f"second call (warm); (c) first call from an empty cache with HARNESS_COMPILE=lazy: "
-          f"one fresh process each, one numba thread, 50-tree random forest on diabetes; "
-          f"target <= {TARGET_SECONDS:g} s")
-    columns = {"method": "method", "compile_seconds": "(a) its compile s",
-               "first_call_wall": "(b) wall s", "first_call_cpu": "(b) cpu s",
-               "warm_wall": "(b) warm s",
-               "meets_after_compile": "(b) meets", "empty_cache_wall": "(c) wall s",
-               "empty_cache_cpu": "(c) cpu s", "meets": "(c) meets", "note": "note"}
-    shown = table[[c for c in columns if c in table]].rename(columns=columns)
-    print(shown.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-    print(f"bench wall time: {summary['wall']:.1f} s")
-    return 0
-
-
-def _run_bench_memory(args) -> int:
-    import time
-
-    from harness.bench.memory import run_memory
-
-    bar, progress = _step_bar(args.no_progress)
-    start = time.perf_counter()
-    try:
-        table = run_memory(threads=args.threads, on_step=progress)
-    finally:
-        bar.close()
-    out = args.out.with_name("memory.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_json(out, orient="records", indent=1)
-    print("memory of each local method's explain (MB; extra = peak above the start, where X "
-          "and the forest are in memory, minus the output):")
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    print(f"wall time {time.perf_counter() - start:.0f} s; table: {out}")
-    return 0
-
-
-def _run_bench(args) -> int:
-    if args.runner:
-        return _run_bench_runner(args)
-    if args.cold:  # one fresh process per first call, each on one thread
-        return _run_bench_cold(args)
-    from harness.bench.runner import run_bench
-
-    if args.repeat < 1:
-        raise HarnessError(f"--repeat must be an int >= 1; got {args.repeat}.")
-    if args.threads is not None:
-        import numba
-
-        if not 1 <= args.threads <= numba.config.NUMBA_NUM_THREADS:
-            raise HarnessError(f"--threads must be in [1, {numba.config.NUMBA_NUM_THREADS}]; "
-                               f"got {args.threads}.")
-        numba.set_num_threads(args.threads)
-    if args.memory:  # --threads checked above: the measuring processes use it
-        return _run_bench_memory(args)
-    if args.scaling:
-        return _run_bench_scaling(args)
-    bar, progress = _step_bar(args.no_progress)
-    try:
-        table = run_bench(args.case, args.method, args.repeat, args.all_rows,
-                          on_step=progress)
-    finally:
-        bar.close()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_json(args.out, orient="records", indent=1)
-    if table.empty:
-        print("no timings: no method of these cases matches --method")
-        return 0
-    shown = table[list(BENCH_COLUMNS)].rename(columns=BENCH_COLUMNS).dropna(axis=1, how="all")
-    print(shown.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    missed = table[table["meets_target"] == False]  # noqa: E712 (None = no target)
-    print(f"{len(table)} timings, {len(missed)} miss their target; table: {args.out}")
-    return 0
 
 
 def _run_reproduce(args) -> int:
@@ -573,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             return _run_list()
         if args.command == "bench":
-            return _run_bench(args)
+            return run_bench_command(args)
         if args.command == "reproduce":
             return _run_reproduce(args)
         if args.command == "compile":

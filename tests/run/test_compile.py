@@ -92,7 +92,7 @@ def test_after_every_prepare_the_cache_holds_every_entry_kernel():
 
 
 def test_compile_command_covers_every_installed_method():
-    from harness.cli.main import _methods_to_compile
+    from harness.cli.common import methods_to_compile as _methods_to_compile
 
     installed = [n for n in registry.method_names()
                  if not registry.get_method_class(n).missing_packages()]

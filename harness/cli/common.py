@@ -1,0 +1,40 @@
+"""What the command-line modules share: the method and process options, and a step bar."""
+
+from __future__ import annotations
+
+import sys
+
+from harness.core import registry
+from harness.core.errors import HarnessError
+
+
+def check_processes(processes: int | None) -> None:
+    """Refuse ``--processes`` below 1 (None: the default, one per usable core)."""
+    if processes is not None and processes < 1:
+        raise HarnessError(f"--processes must be an int >= 1; got {processes}.")
+
+
+def methods_to_compile(names: list[str] | None) -> list[str]:
+    """The named methods (each must be registered and installed), or every installed one."""
+    if not names:
+        return registry.installed_method_names()
+    for name in names:
+        missing = registry.get_method_class(name).missing_packages()  # unknown: BadInputError
+        if missing:
+            raise HarnessError(f"{name} needs {', '.join(missing)}, which is not installed; "
+                               f"got --methods {name}.")
+    return names
+
+
+def step_bar(no_progress: bool):
+    """A tqdm bar of steps on stderr and the ``on_step(text, done, total)`` that moves it."""
+    from tqdm import tqdm
+
+    bar = tqdm(file=sys.stderr, disable=no_progress, unit="step", dynamic_ncols=True)
+
+    def progress(text: str, done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+        bar.set_description_str(text[:60])
+
+    return bar, progress
