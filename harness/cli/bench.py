@@ -242,6 +242,13 @@ def _threads_table(args) -> Section:
         numba.set_num_threads(1)
 
 
+def _scaling_beside_table(args) -> Section:
+    """The scaling section writing ``scaling.json`` beside the speed table (``--out`` names
+    the table's file in ``--everything``)."""
+    return _scaling(argparse.Namespace(**{**vars(args),
+                                          "out": args.out.with_name("scaling.json")}))
+
+
 #: ``--everything``: (title, section) in the order of issue 22's parts
 EVERYTHING: tuple[tuple[str, Callable[[argparse.Namespace], Section]], ...] = (
     ("part 1: first calls, from a fresh cache and from an empty one (--cold)", _cold),
@@ -249,7 +256,7 @@ EVERYTHING: tuple[tuple[str, Callable[[argparse.Namespace], Section]], ...] = (
     (f"part 5: {EVERYTHING_THREADS} threads against one (--threads {EVERYTHING_THREADS}, "
      f"the methods with a thread target)", _threads_table),
     ("part 2: memory at 10^4-10^6 rows (--memory)", _memory),
-    ("part 3: scaling over n, p, trees and depth (--scaling)", _scaling),
+    ("part 3: scaling over n, p, trees and depth (--scaling)", _scaling_beside_table),
     ("part 4: the runner's overhead per cell, the store and the reports (--runner)",
      _runner),
 )

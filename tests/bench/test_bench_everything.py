@@ -84,3 +84,12 @@ def test_the_threads_section_times_the_thread_targets_into_its_own_table(tmp_pat
     assert [(row["method"], row["threads"]) for row in rows] == [("sobol_mda", 2)]
     assert rows[0]["same_as_one_thread"] is True
     assert outcome.headline.startswith("1 timings on 2 thread(s)")
+
+
+def test_the_scaling_section_writes_beside_the_table_not_over_it(tmp_path, monkeypatch):
+    written = []
+    monkeypatch.setattr(bench_cli, "_scaling",
+                        lambda args: written.append(args.out) or bench_cli.Section(0, ""))
+    args = build_parser().parse_args(["bench", "--out", str(tmp_path / "table.json")])
+    bench_cli._scaling_beside_table(args)
+    assert written == [tmp_path / "scaling.json"]
