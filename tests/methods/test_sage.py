@@ -14,6 +14,7 @@ from harness.core.errors import BadInputError, MethodSkipped
 from harness.estimators.sage import (
     PREDICTION_MARGIN,
     AdditiveSurrogate,
+    RegressionMeans,
     estimate_sage,
     next_batch_size,
 )
@@ -276,6 +277,27 @@ def test_control_variates_keep_the_estimator_unbiased_and_its_std_honest():
                                           controls, {"controls": controls}, {})
     assert abs(z.mean()) < 0.2 and 0.75 < np.mean(z**2) < 1.3, (z.mean(), np.mean(z**2))
     assert np.median(ratios) > 1.15  # measured 1.23: 1.5x fewer samples for the same std
+
+
+def test_a_score_the_controls_fit_exactly_keeps_the_plain_means_std():
+    """A rare feature whose few nonzero scores are a multiple of its own (sparse) control is
+    fitted with no residual, which left its standard error at 0 for a nonzero value (digits'
+    pixel 48 under tree SAGE, marginal). Its std is then the plain mean's, the others' still
+    the regression's; the values (and so their sum) are the regression's."""
+    rng = np.random.default_rng(0)
+    n = 400
+    sparse = np.zeros(n)
+    sparse[[17, 230]] = rng.uniform(0.5, 1.0, 2)  # the rows where the rare feature matters
+    dense = rng.standard_normal(n)
+    scores = np.column_stack([dense + 0.1 * rng.standard_normal(n), 3.0 * sparse])
+    tracker = RegressionMeans(2, np.array([0.0, 0.004]))
+    tracker.update(scores, np.column_stack([dense, sparse]))
+    plain = scores.std(axis=0) * np.sqrt(n) / n  # sqrt(centred sum of squares) / n
+    assert tracker.std[1] == pytest.approx(plain[1], rel=1e-12) and tracker.std[1] > 0
+    assert tracker.std[0] < 0.2 * plain[0]  # the dense control still absorbs its variance
+    gap = np.array([dense.mean(), sparse.mean() - 0.004])
+    assert tracker.values[1] == pytest.approx(3.0 * 0.004, abs=1e-12)  # mean − 3 · gap
+    assert tracker.values[0] == pytest.approx(scores[:, 0].mean() - gap[0], abs=0.01)
 
 
 def _saturating_game(n_rows: int, seed: int, p: int = 4):
