@@ -150,3 +150,28 @@ def test_run_report_shows_scaling_where_the_folder_has_it(run_folder, points):
     assert "2.02 (stated 1)" in page  # the quadratic method's fitted and stated exponents
     assert "1.00 (stated 0 to 1)" in page  # a stated sum of terms shows its range
     assert {"scaling.png", "scaling_exponents.csv"} <= {path.name for path in written}
+
+
+def test_depth_is_not_judged_where_the_leaves_grow_faster_than_the_depth():
+    """A depth axis whose trees double their leaves per level (as capped sklearn trees do)
+    measures the walks' cost per step too: shown, not judged; one whose leaves grow no faster
+    than the depth (a tree size held) is judged as any axis, and so is a method stating no
+    growth with the depth at all."""
+    depths = np.array([2.0, 4.0, 6.0, 8.0])
+    rows = []
+    for method, leaves in (("doubling", 2.0 ** depths), ("held", depths * 8),
+                           ("own_trees", 2.0 ** depths)):
+        rows += [{**dict.fromkeys(POINT_COLUMNS), "method": method, "axis": "depth",
+                  "size": d, "x": d, "seconds": t, "cpu_seconds": t, "runs": 1,
+                  "status": "ok", "mean_leaves": leaf}
+                 for d, t, leaf in zip(depths, 1e-3 * depths ** 2, leaves)]
+    table = fit_exponents(pd.DataFrame(rows, columns=list(POINT_COLUMNS)),
+                          {"doubling": {"depth": 1}, "held": {"depth": 1},
+                           "own_trees": {"depth": 0}}).set_index("method")
+    assert table.at["doubling", "exponent"] == pytest.approx(2.0, abs=1e-9)
+    assert table.at["doubling", "agrees"] is None
+    assert "the leaves per tree grow 64x while the depth grows 4.0x" in table.at[
+        "doubling", "note"]
+    assert table.at["held", "agrees"] == False  # noqa: E712 (2 against 1, judged)
+    # a method stating no growth with the depth (rs, srs grow their own trees) is judged
+    assert table.at["own_trees", "agrees"] == False  # noqa: E712 (2 against 0)
