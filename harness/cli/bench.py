@@ -295,7 +295,7 @@ def run_bench_command(args) -> int:
     if args.repeat < 1:
         raise HarnessError(f"--repeat must be an int >= 1; got {args.repeat}.")
     chosen = [mode for mode in MODES if getattr(args, mode)]
-    if getattr(args, "everything", False):
+    if args.everything:
         if chosen:
             raise HarnessError(f"--everything runs every mode; got it with --{chosen[0]}.")
         return _everything(args)

@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="every figure of the bench in one run: --cold, the speed table "
                             "on one thread, --threads 2 on the methods with a thread target, "
                             "--memory, --scaling and --runner, then a headline of each with "
-                            "its wall time (about 50 minutes on 2 cores)")
+                            "its wall time (34 minutes on this 2-core machine)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar")
     cmpl = commands.add_parser(
         "compile", help="compile every method's kernels into numba's cache, in parallel")
