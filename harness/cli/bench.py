@@ -251,13 +251,13 @@ def _scaling_beside_table(args) -> Section:
 
 #: ``--everything``: (title, section) in the order of issue 22's parts
 EVERYTHING: tuple[tuple[str, Callable[[argparse.Namespace], Section]], ...] = (
-    ("part 1: first calls, from a fresh cache and from an empty one (--cold)", _cold),
-    ("part 6: speed against predict and the other libraries, one thread", _table),
-    (f"part 5: {EVERYTHING_THREADS} threads against one (--threads {EVERYTHING_THREADS}, "
+    ("first calls, from a fresh cache and from an empty one (--cold)", _cold),
+    ("speed against predict and the other libraries, one thread", _table),
+    (f"{EVERYTHING_THREADS} threads against one (--threads {EVERYTHING_THREADS}, "
      f"the methods with a thread target)", _threads_table),
-    ("part 2: memory at 10^4-10^6 rows (--memory)", _memory),
-    ("part 3: scaling over n, p, trees and depth (--scaling)", _scaling_beside_table),
-    ("part 4: the runner's overhead per cell, the store and the reports (--runner)",
+    ("memory at 10^4-10^6 rows (--memory)", _memory),
+    ("scaling over n, p, trees and depth (--scaling)", _scaling_beside_table),
+    ("the runner's overhead per cell, the store and the reports (--runner)",
      _runner),
 )
 
