@@ -44,10 +44,9 @@ axis only where the trees' leaves grow no faster than their depth: capping the d
 trees grown on 1000 rows grows their leaves about as 2^depth (4 to about 470 per tree), and
 with them the memory a walk step reads, so the time per operation changes along the axis
 and a stated order in the depth (the operations at a fixed tree size) is not what the slope
-measures; the curves show it. CPU
-time because the machine may be shared: another process holding the core inflates the wall
-time of some points and bends the slope (on this 2-core machine at load 8, wall-time slopes
-were off by up to 0.6), not the CPU time.
+measures; the curves show it. CPU time because the machine may be shared: another process
+holding the core inflates the wall time of some points and bends the slope (on this 2-core
+machine at load 8, wall-time slopes were off by up to 0.6), not the CPU time.
 
 The stated exponents count operations; two memory effects bend the measured curves where
 the operation count does not change: rows of p ≥ 1000 features span many cache lines, so
@@ -398,11 +397,11 @@ def fit_exponents(points: pd.DataFrame, stated: dict[str, dict[str, Stated]],
             if claim is not None:
                 row["difference"] = outside_range(exponent, low, high)
                 unjudged = None
-                leaves = _leaf_growth(timed)
                 if short_span(row["x_min"], row["x_max"]):  # noise alone moves the slope
                     unjudged = (f"not judged: sizes {row['x_min']:g} to {row['x_max']:g} span "
                                 f"less than {MIN_SPAN:g}x")
-                elif axis == "depth" and high > 0 and leaves > row["x_max"] / row["x_min"]:
+                elif (axis == "depth" and high > 0
+                      and (leaves := _leaf_growth(timed)) > row["x_max"] / row["x_min"]):
                     unjudged = (f"not judged: the leaves per tree grow {leaves:.0f}x while the "
                                 f"depth grows {row['x_max'] / row['x_min']:.1f}x, so the cost "
                                 f"of a step grows with the trees' size (caches), which an "

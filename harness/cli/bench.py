@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.cli.common import check_processes, methods_to_compile, step_bar
+from harness.cli.common import check_processes, methods_to_compile
 from harness.core import registry
 from harness.core.errors import HarnessError
 
@@ -54,6 +54,20 @@ def _say(args) -> Callable[[str], None] | None:
     return None if args.no_progress else (lambda text: print(text, file=sys.stderr))
 
 
+def step_bar(no_progress: bool):
+    """A tqdm bar of steps on stderr and the ``on_step(text, done, total)`` that moves it."""
+    from tqdm import tqdm
+
+    bar = tqdm(file=sys.stderr, disable=no_progress, unit="step", dynamic_ncols=True)
+
+    def progress(text: str, done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+        bar.set_description_str(text[:60])
+
+    return bar, progress
+
+
 def _set_threads(threads: int) -> None:
     import numba
 
@@ -81,6 +95,7 @@ def _runner(args) -> Section:
 def _scaling(args) -> Section:
     from harness.bench.scaling import BUDGET, MIN_SPAN, QUICK, run_scaling, scaling_record
 
+    _set_threads(args.threads)
     budget = args.budget if args.budget is not None else (
         QUICK["budget"] if args.quick else BUDGET)
     if not 0 < budget < math.inf:
@@ -179,6 +194,7 @@ def _cold(args) -> Section:
 def _memory(args) -> Section:
     from harness.bench.memory import run_memory
 
+    _set_threads(args.threads)  # the measuring processes use it
     bar, progress = step_bar(args.no_progress)
     start = time.perf_counter()
     try:
@@ -305,10 +321,8 @@ def run_bench_command(args) -> int:
         return _runner(args).code
     if args.cold:  # one fresh process per first call, each on one thread
         return _cold(args).code
-    if args.memory:  # the measuring processes use --threads
-        _set_threads(args.threads)
+    if args.memory:
         return _memory(args).code
     if args.scaling:
-        _set_threads(args.threads)
         return _scaling(args).code
     return _table(args).code

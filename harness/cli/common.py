@@ -1,8 +1,6 @@
-"""What the command-line modules share: the method and process options, and a step bar."""
+"""What the command-line modules share: the ``--processes`` and ``--methods`` options."""
 
 from __future__ import annotations
-
-import sys
 
 from harness.core import registry
 from harness.core.errors import HarnessError
@@ -24,17 +22,3 @@ def methods_to_compile(names: list[str] | None) -> list[str]:
             raise HarnessError(f"{name} needs {', '.join(missing)}, which is not installed; "
                                f"got --methods {name}.")
     return names
-
-
-def step_bar(no_progress: bool):
-    """A tqdm bar of steps on stderr and the ``on_step(text, done, total)`` that moves it."""
-    from tqdm import tqdm
-
-    bar = tqdm(file=sys.stderr, disable=no_progress, unit="step", dynamic_ncols=True)
-
-    def progress(text: str, done: int, total: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
-        bar.set_description_str(text[:60])
-
-    return bar, progress

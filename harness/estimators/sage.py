@@ -177,9 +177,10 @@ class RegressionMeans(Welford):
     def _solve(self) -> tuple[np.ndarray, np.ndarray]:
         p, n = self.p, self.n
         scores = self.comoment[:p, :p].diagonal()
+        plain_std = np.sqrt(scores) / max(n, 1)  # the plain means' (Welford's)
         used = self._usable()
         if used == 0:
-            return self.mean.copy(), np.sqrt(scores) / max(n, 1)
+            return self.mean.copy(), plain_std
         zz, zs = self.comoment[p:p + used, p:p + used], self.comoment[p:p + used, :p]
         scale = np.sqrt(zz.diagonal())  # solved on unit-variance controls, for conditioning
         scale[scale == 0] = 1.0
@@ -206,7 +207,7 @@ class RegressionMeans(Welford):
         # pixel 48, nonzero in 4 of 1797 rows, got -8e-5 with a std of 0). The plain mean's
         # standard error is reported there: the controls' reduction cannot be measured.
         exact_fit = (scores > 0) & (unexplained <= EXACT_FIT * scores)
-        std[exact_fit] = np.sqrt(scores[exact_fit]) / n
+        std[exact_fit] = plain_std[exact_fit]
         return values, std
 
     @property
