@@ -175,3 +175,36 @@ def test_compare_uses_the_cores_this_process_may_run_on_by_default(monkeypatch, 
                 for name, parameter in inspect.signature(runner.compare).parameters.items()}
     options = compare_options(**{**defaults, "out": tmp_path, "jobs": None})
     assert options.jobs == 1
+
+
+def _deepest_churn(depth_range: range, calls: int) -> int:
+    """Most minor page faults of ``calls`` call-returns of a trivial function, made at each
+    recursion depth of ``depth_range``: where the depth leaves the current data-stack chunk
+    just full, each call maps a fresh chunk (one fault or more) and each return unmaps it."""
+    import resource
+
+    def leaf() -> None:
+        return None
+
+    def probe(depth: int) -> int:
+        if depth:
+            return probe(depth - 1)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(calls):
+            leaf()
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+    return max(probe(depth) for depth in depth_range)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts Linux page faults")
+def test_the_compile_worker_calls_without_mapping_a_stack_chunk_per_call():
+    from harness.run.compile import _with_stack_room
+
+    depths, calls = range(0, 600, 3), 3000
+    churn = _deepest_churn(depths, calls)
+    if churn < calls // 2:
+        pytest.skip(f"this CPython maps no data-stack chunk per call ({churn} faults)")
+    found = []
+    _with_stack_room(lambda: found.append(_deepest_churn(depths, calls)))
+    assert found[0] < calls // 10, (churn, found)
