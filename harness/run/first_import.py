@@ -6,7 +6,7 @@ numba cache, and offers three routes: fewer specialisations, a compiled extensio
 line". This module is the third route. When ``harness`` is imported as a library (a script, a
 notebook, a test, a Dask worker) and numba's cache lacks the kernels of some installed
 built-in method, the import compiles them with :func:`harness.run.compile.compile_in_processes`
-(one worker process per usable core, so all of them in about 25 s on 2 cores, 43 s of CPU),
+(one worker process per usable core, so all of them in about 28 s on 2 cores, 54 s of CPU),
 writing one progress line to stderr, and leaves a stamp of what it compiled (the sources'
 sizes and times, the numba and Python versions, the cache location: :func:`_fingerprint`).
 Every later import, in any process, compares that stamp in about 1 ms without loading numba,
