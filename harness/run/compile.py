@@ -285,8 +285,11 @@ def _with_stack_room(function: Callable[[], None]) -> None:
 
     code = host.__code__
     names = tuple(f"_unused_{index}" for index in range(_STACK_ROOM_SLOTS))
-    host.__code__ = code.replace(co_varnames=code.co_varnames + names,
-                                 co_nlocals=code.co_nlocals + len(names))
+    try:
+        host.__code__ = code.replace(co_varnames=code.co_varnames + names,
+                                     co_nlocals=code.co_nlocals + len(names))
+    except (TypeError, ValueError):  # an interpreter whose code objects take no such change
+        pass  # the same call, only slower where chunks churn
     host(function)
 
 

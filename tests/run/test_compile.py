@@ -183,16 +183,18 @@ def _deepest_churn(depth_range: range, calls: int) -> int:
     just full, each call maps a fresh chunk (one fault or more) and each return unmaps it."""
     import resource
 
+    who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # this thread's faults
+
     def leaf() -> None:
         return None
 
     def probe(depth: int) -> int:
         if depth:
             return probe(depth - 1)
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        before = resource.getrusage(who).ru_minflt
         for _ in range(calls):
             leaf()
-        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+        return resource.getrusage(who).ru_minflt - before
 
     return max(probe(depth) for depth in depth_range)
 
