@@ -326,3 +326,6 @@ if __name__ == "__main__":
 
     gc.set_threshold(*_WORKER_GC_THRESHOLDS)
     _with_stack_room(_serve_stdin)
+    # the caller waits for this exit; the teardown's collection of every compiled
+    # dispatcher would take most of a second, and frozen objects are left out of it
+    gc.freeze()
