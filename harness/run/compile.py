@@ -316,16 +316,7 @@ def _serve_stdin() -> None:
         sys.stdout.flush()
 
 
-#: The worker's collection thresholds (Python's: 700, 10, 10). numba's compiler makes
-#: objects by the million, and at Python's thresholds 1 254 collections took 1.65 s of a
-#: 13.6 s TreeSHAP compile; at these, 82 took 0.39 s. A worker lives for one compile.
-_WORKER_GC_THRESHOLDS = (10_000, 20, 20)
-
 if __name__ == "__main__":
-    import gc
+    from harness.core.short_lived import run_short_lived
 
-    gc.set_threshold(*_WORKER_GC_THRESHOLDS)
-    _with_stack_room(_serve_stdin)
-    # the caller waits for this exit; the teardown's collection of every compiled
-    # dispatcher would take most of a second, and frozen objects are left out of it
-    gc.freeze()
+    run_short_lived(lambda: _with_stack_room(_serve_stdin))
