@@ -32,6 +32,7 @@ import numpy as np
 from harness.core.errors import BadInputError
 from harness.forest.coding import ThresholdCoding
 from harness.forest.flat import FlatTree
+from harness.forest.signature import same_fitted_state
 
 #: feature and threshold written at leaves (scikit-learn's TREE_UNDEFINED)
 UNDEFINED = -2
@@ -217,7 +218,7 @@ class ParsedBoosterAdapter:
         """The model's parsed dump, read once per fitted model."""
         signature = cls.trees_signature(model)
         cached = cls._parsed.get(model)
-        if cached is None or cached.signature != signature:
+        if cached is None or not same_fitted_state(cached.signature, signature):
             cached = cls._parsed[model] = cls.parse(model, signature)
         return cached
 

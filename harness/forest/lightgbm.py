@@ -204,7 +204,8 @@ class LightGBMAdapter(ParsedBoosterAdapter):
     @classmethod
     def trees_signature(cls, model: Any) -> tuple:
         booster = _booster(model)
-        return (id(booster), booster.current_iteration(), booster.best_iteration)
+        return (None if booster is model else booster, booster.current_iteration(),
+                booster.best_iteration)
 
     @classmethod
     def predict_output(cls, model: Any, X: np.ndarray) -> np.ndarray:

@@ -237,7 +237,8 @@ class SklearnForestAdapter:
 
     @classmethod
     def trees_signature(cls, model) -> tuple:
-        return tuple(map(id, fitted_trees(model)))
+        # each fit makes a new tree_, also where the model is its own only tree
+        return tuple(tree.tree_ for tree in fitted_trees(model))
 
     @classmethod
     def predict_output(cls, model, X: np.ndarray) -> np.ndarray:

@@ -194,7 +194,7 @@ class GradientBoostingAdapter:
 
     @classmethod
     def trees_signature(cls, model) -> tuple:
-        return tuple(map(id, model.estimators_.ravel()))
+        return tuple(tree.tree_ for tree in model.estimators_.ravel())
 
     @classmethod
     def predict_output(cls, model, X: np.ndarray) -> np.ndarray:
@@ -288,7 +288,7 @@ class HistGradientBoostingAdapter(ParsedBoosterAdapter):
 
     @classmethod
     def trees_signature(cls, model) -> tuple:
-        return tuple(id(predictor) for stage in model._predictors for predictor in stage)
+        return tuple(predictor for stage in model._predictors for predictor in stage)
 
     @classmethod
     def predict_output(cls, model, X: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 from harness.core.errors import BadInputError
 from harness.forest.flat import FlatTree
 from harness.forest.lightgbm import LightGBMAdapter
+from harness.forest.signature import same_fitted_state
 from harness.forest.sklearn import SklearnForestAdapter
 from harness.forest.sklearn_boosting import GradientBoostingAdapter, HistGradientBoostingAdapter
 from harness.forest.xgboost import XGBoostAdapter
@@ -65,7 +66,8 @@ class ForestAdapter(Protocol):
 
     @classmethod
     def trees_signature(cls, model: Any) -> tuple:
-        """Identity of the fitted trees, which a refit changes."""
+        """The objects a fit creates and the counts an in-place update changes, compared by
+        :func:`harness.forest.signature.same_fitted_state` (never the model itself)."""
 
     @classmethod
     def predict_output(cls, model: Any, X: np.ndarray) -> np.ndarray:
@@ -255,7 +257,7 @@ def forest_view(model: Any) -> ForestView:
     adapter.check(model)
     signature = adapter.trees_signature(model)
     view = _VIEWS.get(model)
-    if view is None or view._signature != signature:
+    if view is None or not same_fitted_state(view._signature, signature):
         view = ForestView(**adapter.describe(model), _adapter=adapter,
                           _model=weakref.ref(model), _signature=signature)
         _VIEWS[model] = view

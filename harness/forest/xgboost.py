@@ -192,7 +192,8 @@ class XGBoostAdapter(ParsedBoosterAdapter):
     @classmethod
     def trees_signature(cls, model: Any) -> tuple:
         booster = _booster(model)
-        return (id(booster), booster.num_boosted_rounds(), _rounds(model, booster))
+        return (None if booster is model else booster, booster.num_boosted_rounds(),
+                _rounds(model, booster))
 
     @classmethod
     def predict_output(cls, model: Any, X: np.ndarray) -> np.ndarray:
