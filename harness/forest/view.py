@@ -4,12 +4,12 @@ A :class:`ForestView` holds what the kernels read, whatever library grew the tre
 trees, the packed arrays (:mod:`harness.forest.packed`), the compact form the path walks read
 (:mod:`harness.forest.compact`) and the in-bag counts (:mod:`harness.forest.inbag`). Each is
 built the first time it is asked for, from what the model's adapter reads (one adapter per
-library; :mod:`harness.forest.sklearn` today), and reused by every later call on the same
-fitted model.
+library: :data:`ADAPTERS`), and reused by every later call on the same fitted model.
 
 Views live in a :class:`weakref.WeakKeyDictionary` keyed by the estimator: the user's object is
 never modified, nothing is pickled along with it, the view goes when the model goes (it holds
-the model weakly), and a model fitted again (new trees) gets a new view.
+the model weakly), and a model fitted again, in place included, gets a new view (what
+:mod:`harness.forest.signature` compares).
 """
 
 from __future__ import annotations
