@@ -187,6 +187,7 @@ class LightGBMAdapter(ParsedBoosterAdapter):
     classifiers (see the module docstring)."""
 
     library = "lightgbm"
+    package = "lightgbm"
     description = "LightGBM Booster, LGBMRegressor, LGBMClassifier"
     no_inbag = "its bagging is not recorded"
 

@@ -175,6 +175,7 @@ class SklearnForestAdapter:
     multi-output classifier's value columns are each output's classes, output after output)."""
 
     library = "scikit-learn"
+    package = "sklearn"
     description = "scikit-learn " + ", ".join(cls.__name__ for cls in FOREST_TYPES + TREE_TYPES)
 
     @classmethod

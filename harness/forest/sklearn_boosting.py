@@ -130,6 +130,7 @@ class GradientBoostingAdapter:
     """Reads fitted scikit-learn GradientBoostingClassifier / GradientBoostingRegressor."""
 
     library = "scikit-learn"
+    package = "sklearn"
     description = "scikit-learn " + ", ".join(cls.__name__ for cls in GB_TYPES)
 
     @classmethod
@@ -245,6 +246,7 @@ class HistGradientBoostingAdapter(ParsedBoosterAdapter):
     """Reads fitted scikit-learn HistGradientBoostingClassifier / ...Regressor."""
 
     library = "scikit-learn"
+    package = "sklearn"
     description = "scikit-learn " + ", ".join(cls.__name__ for cls in HGB_TYPES)
     no_inbag = "it grows every tree on all its training rows"
 

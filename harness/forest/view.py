@@ -27,6 +27,7 @@ from harness.forest.lightgbm import LightGBMAdapter
 from harness.forest.signature import same_fitted_state
 from harness.forest.sklearn import SklearnForestAdapter
 from harness.forest.sklearn_boosting import GradientBoostingAdapter, HistGradientBoostingAdapter
+from harness.forest.subclass import check_prediction_not_redefined
 from harness.forest.xgboost import XGBoostAdapter
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ class ForestAdapter(Protocol):
     """What a tree library's adapter tells the view about one fitted model."""
 
     library: str
+    package: str  # the top-level module of the library's classes
     description: str  # the models it reads, for error messages
 
     @classmethod
@@ -258,6 +260,7 @@ def forest_view(model: Any) -> ForestView:
     signature = adapter.trees_signature(model)
     view = _VIEWS.get(model)
     if view is None or not same_fitted_state(view._signature, signature):
+        check_prediction_not_redefined(model, adapter.package, adapter.library)
         view = ForestView(**adapter.describe(model), _adapter=adapter,
                           _model=weakref.ref(model), _signature=signature)
         _VIEWS[model] = view

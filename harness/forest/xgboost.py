@@ -176,6 +176,7 @@ class XGBoostAdapter(ParsedBoosterAdapter):
     classifiers (see the module docstring)."""
 
     library = "xgboost"
+    package = "xgboost"
     description = "XGBoost Booster, XGBRegressor, XGBClassifier (gbtree)"
     no_inbag = "its row subsampling is not recorded"
 
