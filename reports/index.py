@@ -26,6 +26,7 @@ from harness.core import registry
 from harness.core.cores import usable_cores
 from harness.core.errors import StoreDamagedError
 from harness.run.results import RunResults
+from harness.run.versions import mixed_versions_note
 
 from .base import FIGURE_STYLE, ReportSection, figure_html, slug, table_html, write_csv
 from .first_screen import build_first_screen, grid_line
@@ -157,6 +158,10 @@ def _environment_html(results: RunResults) -> str:
     table = pd.DataFrame(rows, columns=["what", "value"])
     note = (f"<p class=\"note\">{len(runs)} runner passes wrote this folder; the last is "
             "shown.</p>" if len(runs) > 1 else "")
+    done = results.done()
+    mixed = mixed_versions_note(done["versions"]) if "versions" in done else ""
+    if mixed:
+        note += f'<p class="note warning">{html.escape(mixed)}</p>'
     return table_html(table) + note
 
 

@@ -28,6 +28,7 @@ from harness.run.native_threads import one_native_thread
 from harness.run.options import check_option, compare_options, reject_repeats
 from harness.run.protocol import ExplainRequest
 from harness.run.store import Store
+from harness.run.versions import VersionMix, stored_versions
 
 
 @dataclass
@@ -46,12 +47,16 @@ class RunSummary:
     reports: list[Path] = field(default_factory=list)
     #: keys of the cells of the grid (stored earlier or run now), in plan order
     cell_keys: list[str] = field(default_factory=list)
+    #: reused cells made by package versions other than the current ones
+    other_versions: VersionMix = field(default_factory=VersionMix)
 
     def line(self) -> str:
         text = (f"cells: {self.total} total, {self.done} done ({self.reused} reused), "
                 f"{self.skipped} skipped, {self.error} error, {self.timeout} timeout")
         if self.not_installed:
             text += f", {self.not_installed} not installed"
+        if self.other_versions.cells:
+            text += "\n" + self.other_versions.line()
         return text
 
     @property
@@ -59,7 +64,7 @@ class RunSummary:
         return 0 if self.error == 0 and self.timeout == 0 else 1
 
 
-def _versions() -> dict[str, str]:
+def cell_versions() -> dict[str, str]:
     """The versions stored with every cell (those that change what a method computes)."""
     found = package_versions()
     return {dist: found[dist] for dist in ("tree-importance-harness", "numpy", "scikit-learn",
@@ -179,7 +184,12 @@ def _run_cells(cells: list[Cell], store: Store, executor_obj, summary: RunSummar
             _count(summary, stored[cell.key])
             summary.reused += stored[cell.key] == "done"
     notify("total", (summary.total, summary.total - len(todo)))
-    versions = _versions()
+    versions = cell_versions()
+    reused = [c.key for c in cells if c.key not in todo_keys]
+    if reused:
+        stored_text = store.cell_versions()
+        for key in reused:
+            summary.other_versions.add(stored_versions(stored_text[key]), versions)
 
     def record(cell: Cell, result: CellResult) -> None:
         result = dataclasses.replace(result, versions=versions)

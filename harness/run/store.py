@@ -214,6 +214,11 @@ class Store:
             raise KeyError(key)
         return self._guard(lambda: CellResult.from_row(row))
 
+    def cell_versions(self) -> dict[str, str | None]:
+        """The package versions (JSON) stored with every cell, by key."""
+        return self._guard(
+            lambda: dict(self._conn.execute("SELECT key, versions FROM cells").fetchall()))
+
     def cell_rows(self) -> list[sqlite3.Row]:
         return self._guard(lambda: self._conn.execute(
             "SELECT * FROM cells ORDER BY dataset, model, seed, method"

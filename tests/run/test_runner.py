@@ -8,6 +8,7 @@ machine (``CELL_TIMEOUT``), and a SIGKILL lands when the store shows the cells i
 from __future__ import annotations
 
 import faulthandler
+import json
 import os
 import signal
 import sqlite3
@@ -21,6 +22,7 @@ import pytest
 import harness
 from harness.core.method import Method
 from harness.core.types import Importances
+from harness.run.runner import cell_versions
 
 #: Per-cell timeout of the runs that hold a hanging cell (here and in test_dask). The other
 #: cells of those runs must finish under it: at load 7 on 2 cores they took 0.04-0.12 s from
@@ -241,3 +243,34 @@ def test_a_cell_stored_by_an_earlier_version_of_a_method_is_not_reused(tmp_path)
     assert same.line() == "cells: 1 total, 1 done (1 reused), 0 skipped, 0 error, 0 timeout"
     changed = harness.compare(methods=[VersionedTwo()], **grid)
     assert changed.line() == "cells: 1 total, 1 done (0 reused), 0 skipped, 0 error, 0 timeout"
+
+
+def test_a_run_resumed_with_other_package_versions_says_its_results_mix_them(tmp_path):
+    """Cells stored by other package versions (another scikit-learn grows other forests)
+    are reused, and the summary and the report say which versions differ, for how many."""
+    out = tmp_path / "run"
+    grid = dict(datasets=["iris"], models=["extra_trees[n_estimators=3]"],
+                methods=["mdi", "saabas"], out=out)
+    first = harness.compare(**grid, reports=False)
+    assert first.other_versions.cells == 0 and "\n" not in first.line()
+    installed = cell_versions()["scikit-learn"]
+    with sqlite3.connect(out / "results.sqlite") as conn:  # as if made by scikit-learn 1.0.0
+        key = conn.execute("SELECT key FROM cells WHERE method_name = 'mdi'").fetchone()[0]
+        stored = json.loads(conn.execute("SELECT versions FROM cells WHERE key = ?",
+                                         (key,)).fetchone()[0])
+        conn.execute("UPDATE cells SET versions = ? WHERE key = ?",
+                     (json.dumps({**stored, "scikit-learn": "1.0.0"}), key))
+    resumed = harness.compare(**grid)
+    counts, mixed = resumed.line().splitlines()
+    assert counts == "cells: 2 total, 2 done (2 reused), 0 skipped, 0 error, 0 timeout"
+    assert resumed.other_versions.cells == 1
+    assert f"1 reused cell was made with other package versions (scikit-learn 1.0.0 → " \
+           f"{installed})" in mixed
+    page = (out / "index.html").read_text()
+    assert ("2 sets of package versions (scikit-learn 1.0.0: 1 cell; scikit-learn "
+            f"{installed}: 1 cell)") in page
+    forced = harness.compare(**grid, force=True, reports=False)
+    assert forced.other_versions.cells == 0 and forced.reused == 0
+    with sqlite3.connect(out / "results.sqlite") as conn:  # every cell now by one set
+        stored = {text for (text,) in conn.execute("SELECT versions FROM cells")}
+    assert [json.loads(text) for text in stored] == [cell_versions()]

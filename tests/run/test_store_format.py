@@ -18,7 +18,9 @@ import pytest
 
 import harness
 from harness.cli import main
+from harness.run.runner import cell_versions
 from harness.run.store import Store
+from harness.run.versions import changes
 
 FIXTURE = Path(__file__).parent / "fixtures" / "store_98ee76d"
 GRID = dict(datasets=["iris", "led"], models=["random_forest[n_estimators=3]"],
@@ -69,7 +71,13 @@ SAME_LIBRARIES = all(importlib.metadata.version(name) == version
 
 def test_a_run_now_reuses_the_old_cells(old_run):
     resumed = harness.compare(**GRID, out=old_run, reports=False)
-    assert resumed.line() == "cells: 6 total, 6 done (6 reused), 0 skipped, 0 error, 0 timeout"
+    counts, *mixed = resumed.line().splitlines()
+    assert counts == "cells: 6 total, 6 done (6 reused), 0 skipped, 0 error, 0 timeout"
+    # and says which of the packages that made them differ from those installed
+    changed = changes(_fixture_versions(), cell_versions())
+    assert resumed.other_versions.cells == (6 if changed else 0)
+    assert len(mixed) == bool(changed)
+    assert all(change in mixed[0] for change in changed)
     with Store(old_run, create=False) as store:  # the truth is stored again, as JSON
         assert store.truth("led", 0).relevant.sum() == 7
 
