@@ -18,8 +18,15 @@ UNRECORDED = "not recorded"
 
 
 def stored_versions(text: str | None) -> dict[str, str]:
-    """The versions of a stored cell (its ``versions`` column, JSON); empty if not recorded."""
-    return json.loads(text) if text else {}
+    """The versions of a stored cell (its ``versions`` column, JSON); empty if not recorded
+    or not readable as a JSON object of strings (a damaged row)."""
+    try:
+        found = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {str(name): str(version) for name, version in found.items()}
 
 
 def changes(stored: dict[str, str], current: dict[str, str]) -> list[str]:
