@@ -20,6 +20,11 @@ class DatasetSource:
     task: ClassVar[str] = "classification"
     parameters: ClassVar[dict[str, Param]] = {}
     summary: ClassVar[str] = ""
+    #: Raised by one whenever a change makes the dataset generate other rows (or another
+    #: truth) for the same parameters and seed: it enters the cell key
+    #: (:attr:`harness.run.cells.Cell.key`), so a resumed run does not reuse the cells of the
+    #: earlier rows, as :attr:`harness.core.method.Method.version` does for a method.
+    version: ClassVar[int] = 1
 
     def __init__(self, **params: Any) -> None:
         self.params = validate_params(self.name, self.parameters, params)

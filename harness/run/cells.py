@@ -32,9 +32,10 @@ class Cell:
     @property
     def key(self) -> str:
         """Hash of everything that decides the cell's result: the resolved specs, the seed,
-        the rows explained and the method's :attr:`~harness.core.method.Method.version`
-        (left out at version 1, so that the keys of stores written before versions existed
-        still match)."""
+        the rows explained, the method's :attr:`~harness.core.method.Method.version` and the
+        dataset's :attr:`~harness.core.dataset.DatasetSource.version` (each left out at
+        version 1, so that the keys of stores written before versions existed still
+        match)."""
         identity = {
             "dataset": [self.dataset.name, self.dataset.params],
             "model": [self.model.forest, self.model.params],
@@ -44,6 +45,8 @@ class Cell:
         }
         if self.method.version != 1:
             identity["method_version"] = self.method.version
+        if self.dataset.version != 1:
+            identity["dataset_version"] = self.dataset.version
         payload = json.dumps(identity, sort_keys=True, default=list)
         return hashlib.sha1(payload.encode()).hexdigest()
 

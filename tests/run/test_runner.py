@@ -274,3 +274,20 @@ def test_a_run_resumed_with_other_package_versions_says_its_results_mix_them(tmp
     with sqlite3.connect(out / "results.sqlite") as conn:  # every cell now by one set
         stored = {text for (text,) in conn.execute("SELECT versions FROM cells")}
     assert [json.loads(text) for text in stored] == [cell_versions()]
+
+
+def test_a_cell_of_an_earlier_version_of_a_dataset_is_not_reused(tmp_path):
+    """A dataset whose code now generates other rows for the same parameters raises its
+    ``version``; the cells of its earlier rows are then computed again."""
+    from harness.datasets.xor import XOR
+
+    class XORTwo(XOR):
+        version = 2
+
+    grid = dict(models=["extra_trees[n_estimators=3]"], methods=["mdi"], out=tmp_path,
+                reports=False)
+    harness.compare(datasets=[XOR()], **grid)
+    same = harness.compare(datasets=[XOR()], **grid)
+    assert same.line() == "cells: 1 total, 1 done (1 reused), 0 skipped, 0 error, 0 timeout"
+    changed = harness.compare(datasets=[XORTwo()], **grid)
+    assert changed.line() == "cells: 1 total, 1 done (0 reused), 0 skipped, 0 error, 0 timeout"
