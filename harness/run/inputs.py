@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import issparse
 
 from harness.core.errors import BadInputError
 from harness.core.method import ExplainData
@@ -295,12 +296,7 @@ def check_X(model: object, X: object, feature_names: Sequence[str] | None = None
     view = forest_view(model)
     n_features = view.n_features
     names = check_feature_names(model, X, feature_names)
-    try:
-        array = np.asarray(X, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise BadInputError(
-            f"X must be a numeric 2-D array; could not convert it: {exc}"
-        ) from exc
+    array = _float_rows(X)
     if array.ndim != 2:
         raise BadInputError(f"X must be a 2-D array (n_samples, n_features); got shape "
                             f"{array.shape}.")
@@ -320,6 +316,23 @@ def check_X(model: object, X: object, feature_names: Sequence[str] | None = None
     # C order, whatever the caller's layout (a frame's values are often Fortran-ordered): the
     # kernels then meet the one layout that prepare() compiled them for
     return np.ascontiguousarray(array), names
+
+
+def _float_rows(X: object) -> np.ndarray:
+    """X as a float64 array, read as scikit-learn reads it: a DataFrame's missing values
+    (``pd.NA`` of its nullable columns) become NaN; a sparse matrix is refused by name."""
+    if issparse(X):
+        raise BadInputError(
+            f"X must be a dense numeric 2-D array; got a scipy sparse {type(X).__name__} "
+            f"of shape {X.shape}: pass X.toarray().")
+    try:
+        if hasattr(X, "columns") and callable(getattr(X, "to_numpy", None)):
+            return X.to_numpy(dtype=float, na_value=np.nan)
+        return np.asarray(X, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise BadInputError(
+            f"X must be a numeric 2-D array; could not convert it: {exc}"
+        ) from exc
 
 
 def _check_values(view, array: np.ndarray) -> None:

@@ -4,7 +4,9 @@ the right exception type, and nothing written."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
+from scipy.sparse import csr_matrix
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LinearRegression
 
@@ -50,6 +52,9 @@ def _cases(ds, model, out):
          "X has 2 columns but the model was fitted on 4 features."),
         (lambda: harness.explain("saabas", model, X[0]), BadInputError,
          "X must be a 2-D array (n_samples, n_features); got shape (4,)."),
+        (lambda: harness.explain("saabas", model, csr_matrix(X)), BadInputError,
+         "X must be a dense numeric 2-D array; got a scipy sparse csr_matrix of shape "
+         "(150, 4): pass X.toarray()."),
         (lambda: harness.explain("mda_bc", model, X), MethodSkipped,
          "mda_bc needs the targets y of the explained rows; none were given."),
         (lambda: harness.explain("mda_bc", model, X[test], y[test]), BadInputError,
@@ -92,3 +97,24 @@ def test_every_bad_input_gives_one_clear_line_and_writes_nothing(fitted, tmp_pat
         assert expected in message, (expected, message)
         assert "\n" not in message, message
         assert not out.exists()
+
+
+def test_a_frame_with_missing_values_is_read_as_scikit_learn_reads_it(fitted):
+    """pd.NA of a nullable column is NaN, as scikit-learn's check_array reads it: the frame
+    is explained as the float frame with NaN is (or refused with the same message where
+    this scikit-learn routes no NaN)."""
+    ds, model = fitted
+    frame = pd.DataFrame(ds.X[:6], columns=ds.feature_names).astype("Float64")
+    frame.iloc[2, 1] = pd.NA
+    with_nan = frame.astype(float)
+    assert np.isnan(with_nan.iloc[2, 1])
+    outcomes = []
+    for rows in (frame, with_nan):
+        try:
+            outcomes.append(harness.explain("saabas", model, rows).values)
+        except BadInputError as exc:
+            outcomes.append(str(exc))
+    if isinstance(outcomes[1], str):
+        assert outcomes[0] == outcomes[1]
+    else:
+        np.testing.assert_array_equal(outcomes[0], outcomes[1])
