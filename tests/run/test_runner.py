@@ -22,6 +22,7 @@ import pytest
 import harness
 from harness.core.method import Method
 from harness.core.types import Importances
+from harness.datasets.xor import XOR
 from harness.run.runner import cell_versions
 
 #: Per-cell timeout of the runs that hold a hanging cell (here and in test_dask). The other
@@ -233,15 +234,24 @@ class VersionedTwo(Versioned):
     version = 2
 
 
-def test_a_cell_stored_by_an_earlier_version_of_a_method_is_not_reused(tmp_path):
-    """A method whose code now computes something else for the same parameters raises its
-    ``version``; its stored cells are then recomputed, not handed back as the new result."""
-    grid = dict(datasets=["iris"], models=["extra_trees[n_estimators=3]"], out=tmp_path,
-                reports=False)
-    harness.compare(methods=[Versioned()], **grid)
-    same = harness.compare(methods=[Versioned()], **grid)
+class XORTwo(XOR):
+    version = 2
+
+
+@pytest.mark.parametrize(("axis", "earlier", "later", "fixed"), [
+    ("methods", Versioned(), VersionedTwo(), {"datasets": ["iris"]}),
+    ("datasets", XOR(), XORTwo(), {"methods": ["mdi"]}),
+], ids=["method", "dataset"])
+def test_a_cell_stored_by_an_earlier_version_is_not_reused(tmp_path, axis, earlier, later,
+                                                            fixed):
+    """A method whose code now computes something else for the same parameters, or a
+    dataset whose code now generates other rows, raises its ``version``; its stored cells
+    are then recomputed, not handed back as the new result."""
+    grid = dict(models=["extra_trees[n_estimators=3]"], out=tmp_path, reports=False, **fixed)
+    harness.compare(**{axis: [earlier]}, **grid)
+    same = harness.compare(**{axis: [earlier]}, **grid)
     assert same.line() == "cells: 1 total, 1 done (1 reused), 0 skipped, 0 error, 0 timeout"
-    changed = harness.compare(methods=[VersionedTwo()], **grid)
+    changed = harness.compare(**{axis: [later]}, **grid)
     assert changed.line() == "cells: 1 total, 1 done (0 reused), 0 skipped, 0 error, 0 timeout"
 
 
@@ -274,20 +284,3 @@ def test_a_run_resumed_with_other_package_versions_says_its_results_mix_them(tmp
     with sqlite3.connect(out / "results.sqlite") as conn:  # every cell now by one set
         stored = {text for (text,) in conn.execute("SELECT versions FROM cells")}
     assert [json.loads(text) for text in stored] == [cell_versions()]
-
-
-def test_a_cell_of_an_earlier_version_of_a_dataset_is_not_reused(tmp_path):
-    """A dataset whose code now generates other rows for the same parameters raises its
-    ``version``; the cells of its earlier rows are then computed again."""
-    from harness.datasets.xor import XOR
-
-    class XORTwo(XOR):
-        version = 2
-
-    grid = dict(models=["extra_trees[n_estimators=3]"], methods=["mdi"], out=tmp_path,
-                reports=False)
-    harness.compare(datasets=[XOR()], **grid)
-    same = harness.compare(datasets=[XOR()], **grid)
-    assert same.line() == "cells: 1 total, 1 done (1 reused), 0 skipped, 0 error, 0 timeout"
-    changed = harness.compare(datasets=[XORTwo()], **grid)
-    assert changed.line() == "cells: 1 total, 1 done (0 reused), 0 skipped, 0 error, 0 timeout"
