@@ -7,7 +7,7 @@ import numpy as np
 from harness.core.method import ExplainData
 from harness.core.types import Importances
 from harness.estimators.oob import OOBMethod
-from harness.forest.inbag import oob_predictions, target_matrix
+from harness.forest.inbag import oob_predictions, target_matrix, target_variance
 from harness.forest.losses import BRIER, SQUARED_ERROR, row_loss_increases
 from harness.kernels.reroute.projection import projected_oob_shift
 
@@ -57,12 +57,12 @@ class SobolMDA(OOBMethod):
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         inputs = self.oob_inputs(model, data)
         targets = target_matrix(inputs.view, data.y)
+        variance = target_variance(targets, self.name)  # 0/0 would be NaN for every feature
         shift = projected_oob_shift(inputs.forest, inputs.X32, inputs.inbag.counts, targets)
         prediction, n_oob = oob_predictions(inputs.view, data.X)
         # Σ_k (target_k − output_k)²: the Brier score of the class probabilities, or the
         # squared error of the regression
         code = BRIER if inputs.forest.classifier else SQUARED_ERROR
-        variance = float(targets.var(axis=0, ddof=1).sum())
         increase = row_loss_increases(code, inputs.targets, prediction, shift, n_oob,
                                       np.flatnonzero(n_oob > 0), False)
         increase /= variance

@@ -71,6 +71,18 @@ def target_matrix(view: ForestView, y: np.ndarray) -> np.ndarray:
     return np.asarray(y, dtype=np.float64).reshape(-1, 1)
 
 
+def target_variance(targets: np.ndarray, method: str) -> float:
+    """Σ_k V(target_k), the sample variance (ddof=1) of the :func:`target_matrix` columns: the
+    denominator of a share of Var(Y). Raises :class:`BadInputError` where it is 0 (y constant
+    on the rows), since every share would then be 0/0."""
+    variance = float(targets.var(axis=0, ddof=1).sum()) if len(targets) > 1 else 0.0
+    if not variance > 0:
+        raise BadInputError(
+            f"{method} divides by the variance of y on the rows it is given: it is {variance} "
+            "here (y is constant), so the share of it that a feature explains is undefined.")
+    return variance
+
+
 def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray, tree: int = 0) -> None:
     """Raise unless ``X, y`` are, in order, the rows the model of ``view`` was fitted on.
 

@@ -403,3 +403,16 @@ def test_binary_classification_extension_equals_the_regression_estimators():
         brier = harness.explain(name, classifier, X, y, seed=1, loss="brier").values
         squared = harness.explain(name, regressor, X, y * 1.0, seed=1).values
         np.testing.assert_allclose(brier, 2 * squared, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("name", ["sobol_mda", "shaff"])
+def test_a_share_of_var_y_is_refused_where_y_is_constant(name):
+    """Sobol-MDA and SHAFF are fractions of Var(Y); with y constant on the training rows both
+    would be 0/0 (Sobol-MDA returned NaN for every feature without a word)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.full(60, 2.0)
+    model = RandomForestRegressor(n_estimators=5, random_state=0).fit(X, y)
+    with pytest.raises(BadInputError, match=rf"{name} divides by the variance of y on the "
+                                            r"rows it is given: it is 0\.0 here"):
+        harness.explain(name, model, X, y)
