@@ -31,6 +31,17 @@ class SAGE(SageMethod):
     complexity = {"n": 0, "p": 1, "trees": 1, "depth": None}
     parameters = SAGE_PARAMETERS
 
+    def skip(self, model, data: ExplainData) -> str | None:
+        reason = super().skip(model, data)
+        classes = getattr(model, "classes_", None)
+        if reason is None and data.task == "classification" and classes is not None \
+                and len(classes) < 2:
+            # sage-importance's cross-entropy refuses labels that are not two classes
+            only = np.asarray(classes).tolist()[0]
+            reason = (f"sage-importance needs at least two classes; this classifier was fitted "
+                      f"on one ({only!r}), so no feature can reduce its loss.")
+        return reason
+
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         import sage
 

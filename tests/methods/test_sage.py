@@ -550,3 +550,15 @@ def test_the_sage_method_draws_no_bar_of_its_own(capfd):
     err = capfd.readouterr().err
     assert "/1 [" not in err and "it/s" not in err, err[-300:]
     assert fractions and fractions[-1] == 1.0
+
+
+def test_sage_skips_a_classifier_of_one_class_with_its_reason():
+    """sage-importance refuses labels that are not two classes with a ValueError of its own;
+    the method says why before calling it."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = np.zeros(40, dtype=int)
+    model = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)
+    with pytest.raises(MethodSkipped, match=r"sage-importance needs at least two classes; "
+                                            r"this classifier was fitted on one \(0\)"):
+        harness.explain("sage", model, X, y)
