@@ -12,10 +12,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.core.errors import BadInputError
+
 
 def as_float32_rows(X: np.ndarray) -> np.ndarray:
-    """Rows as C-contiguous float32, the precision scikit-learn routes with."""
-    return np.ascontiguousarray(X, dtype=np.float32)
+    """Rows as C-contiguous float32, the precision scikit-learn routes with.
+
+    A finite value beyond float32's range is refused, as scikit-learn's predict refuses it:
+    cast, it would become infinite and be routed as the largest value.
+    """
+    with np.errstate(over="raise"):
+        try:
+            return np.ascontiguousarray(X, dtype=np.float32)
+        except FloatingPointError:
+            pass
+    values = np.asarray(X, dtype=float)
+    rows, columns = np.nonzero(np.abs(values) > np.finfo(np.float32).max)
+    raise BadInputError(
+        f"X must hold values within float32's range (|x| <= 3.4e38), in which scikit-learn's "
+        f"trees route rows and its predict refuses the others; got {rows.size} cell"
+        f"{'s' * (rows.size > 1)} beyond it (the first: {values[rows[0], columns[0]]:g} in row "
+        f"{rows[0]}, column {columns[0]}).")
 
 
 @dataclass

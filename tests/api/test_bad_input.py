@@ -32,6 +32,8 @@ def _cases(ds, model, out):
     test = model.harness_fit_["test_index"]
     inf = X.copy()
     inf[0, 0] = np.inf
+    huge = X.copy()
+    huge[3, 2] = -1e39  # finite, but infinite as the float32 that scikit-learn routes
     return [
         (lambda: harness.explain("nope", model, X), UnknownNameError,
          "Unknown method 'nope'. Available methods: conditional_permutation, local_mdi,"),
@@ -48,6 +50,10 @@ def _cases(ds, model, out):
          "X must hold finite numbers"
          + (" or NaN (missing values, which this model routes)"
             if sklearn_routes_nan_as_fitted() else "") + "; got 1 infinite cell."),
+        (lambda: harness.explain("saabas", model, huge), BadInputError,
+         "X must hold values within float32's range (|x| <= 3.4e38), in which scikit-learn's "
+         "trees route rows and its predict refuses the others; got 1 cell beyond it (the "
+         "first: -1e+39 in row 3, column 2)."),
         (lambda: harness.explain("saabas", model, X[:, :2]), BadInputError,
          "X has 2 columns but the model was fitted on 4 features."),
         (lambda: harness.explain("saabas", model, X[0]), BadInputError,
@@ -118,3 +124,14 @@ def test_a_frame_with_missing_values_is_read_as_scikit_learn_reads_it(fitted):
         assert outcomes[0] == outcomes[1]
     else:
         np.testing.assert_array_equal(outcomes[0], outcomes[1])
+
+
+def test_a_value_beyond_float32_is_refused_as_scikit_learn_refuses_it(fitted):
+    ds, model = fitted
+    X = ds.X[:5].copy()
+    X[1, 0] = 1e39
+    with pytest.raises(ValueError, match="too large for dtype"):
+        model.predict(X)
+    for method in ("saabas", "treeshap", "local_mdi"):
+        with pytest.raises(BadInputError, match="within float32's range"):
+            harness.explain(method, model, X)
