@@ -7,6 +7,7 @@ import numpy as np
 from harness.core.method import ExplainData
 from harness.core.types import Importances
 from harness.estimators.sage_method import SAGE_LOSSES, SAGE_PARAMETERS, SAGE_UNITS, SageMethod
+from harness.forest.view import forest_view
 
 
 class SAGE(SageMethod):
@@ -33,11 +34,10 @@ class SAGE(SageMethod):
 
     def skip(self, model, data: ExplainData) -> str | None:
         reason = super().skip(model, data)
-        classes = getattr(model, "classes_", None)
-        if reason is None and data.task == "classification" and classes is not None \
-                and len(classes) < 2:
+        classes = forest_view(model).classes  # None for a regressor
+        if reason is None and classes is not None and len(classes) < 2:
             # sage-importance's cross-entropy refuses labels that are not two classes
-            only = np.asarray(classes).tolist()[0]
+            only = classes.tolist()[0]
             reason = (f"sage-importance needs at least two classes; this classifier was fitted "
                       f"on one ({only!r}), so no feature can reduce its loss.")
         return reason

@@ -17,7 +17,7 @@ from harness.estimators.shaff import (
     row_std,
     split_variables,
 )
-from harness.forest.inbag import target_matrix, target_variance
+from harness.forest.inbag import target_matrix
 
 
 class SHAFF(OOBMethod):
@@ -119,12 +119,10 @@ class SHAFF(OOBMethod):
             return design(forest, n_subsets, self.params["path_depth"], rng,
                           self.params["sampling"])
 
-        targets = target_matrix(inputs.view, data.y)
-        target_variance(targets, self.name)  # the effects are shares of it
         players = split_variables(forest)
         stream = StreamedShapley(
             ForestGame(forest, inputs.X32, inputs.inbag.counts, inputs.inbag.n_oob_trees,
-                       targets), players)
+                       target_matrix(inputs.view, data.y)), players)
         error = draw_until_converged(stream, batch, self.params["thresh"],
                                      self.params["max_batches"] if adaptive else 1,
                                      data.progress)

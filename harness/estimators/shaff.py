@@ -75,6 +75,7 @@ from typing import Protocol
 import numpy as np
 
 from harness.core.errors import InvalidParameterError
+from harness.forest.inbag import target_variance
 from harness.forest.packed import PackedForest
 from harness.kernels.reroute.subset_projection import SubsetProjector
 
@@ -559,15 +560,16 @@ def shapley_operator(keep: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, 
     return operator, np.full(keep.shape[1], 1.0 / keep.shape[1])
 
 
-def explained_shares(projector: SubsetProjector, n_oob: np.ndarray,
-                     keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def explained_shares(projector: SubsetProjector, n_oob: np.ndarray, keep: np.ndarray,
+                     variance: float) -> tuple[np.ndarray, np.ndarray]:
     """Row terms of v̂(U) for each set U (a row of ``keep``), and the projected predictions
     of each set that walked up (:meth:`SubsetProjector.predictions`).
 
     v̂(U) = 1 − Σ_i ‖target_i − m̂_U^OOB(X_i)‖² / (|I| Σ_k V(target_k)) over the rows I with
     an out-of-bag tree (Bénard et al. 2022, Sec. 3, Eq. of v̂_{M,n}; for classes, the Brier
     score of the projected class probabilities): row i's term is 1 − its squared error
-    over Σ_k V(target_k), an (n_sets, |I|) array.
+    over ``variance``, Σ_k V(target_k) (:func:`harness.forest.inbag.target_variance`), an
+    (n_sets, |I|) array.
     """
     targets = projector.targets
     total, n_walked_up = projector.predictions(keep)
@@ -580,7 +582,7 @@ def explained_shares(projector: SubsetProjector, n_oob: np.ndarray,
     errors = projected[:, :, 0]
     for output in range(1, projected.shape[2]):
         errors += projected[:, :, output]
-    errors /= -float(targets.var(axis=0, ddof=1).sum())
+    errors /= -variance
     errors += 1.0
     return errors, n_walked_up
 
@@ -625,7 +627,8 @@ def projected_game(forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
     p = keep.shape[1]
     with_empty = np.vstack([keep, np.zeros((1, p), dtype=bool)])
     projector = SubsetProjector.build(forest, X32, counts, targets)
-    explained, n_walked_up = explained_shares(projector, n_oob, with_empty)
+    explained, n_walked_up = explained_shares(projector, n_oob, with_empty,
+                                              target_variance(targets, "shaff"))
     return ProjectedGame(terms=explained[:-1] - explained[-1],
                          v_empty=float(explained[-1].mean()), walked_up=n_walked_up[:-1])
 
@@ -815,6 +818,7 @@ class ForestGame:
 
     def __init__(self, forest: PackedForest, X32: np.ndarray, counts: np.ndarray,
                  n_oob: np.ndarray, targets: np.ndarray) -> None:
+        self.variance = target_variance(targets, "shaff")  # the game's v̂ are shares of it
         self.projector = SubsetProjector.build(forest, X32, counts, targets)
         self.n_oob = n_oob
 
@@ -824,7 +828,7 @@ class ForestGame:
         return int(self.projector.targets.shape[1])
 
     def __call__(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return explained_shares(self.projector, self.n_oob, keep)
+        return explained_shares(self.projector, self.n_oob, keep, self.variance)
 
 
 def draw_until_converged(stream: StreamedShapley, batch: Callable[[], SubsetDesign],

@@ -179,17 +179,15 @@ def _run_cells(cells: list[Cell], store: Store, executor_obj, summary: RunSummar
     stored = {} if force else store.statuses()
     todo = [c for c in cells if stored.get(c.key) not in FINAL_STATUSES]
     todo_keys = {c.key for c in todo}
+    versions = cell_versions()
+    stored_versions_text = store.cell_versions() if len(todo) < len(cells) else {}
     for cell in cells:
         if cell.key not in todo_keys:
             _count(summary, stored[cell.key])
             summary.reused += stored[cell.key] == "done"
+            summary.other_versions.add(stored_versions(stored_versions_text[cell.key]),
+                                       versions)
     notify("total", (summary.total, summary.total - len(todo)))
-    versions = cell_versions()
-    reused = [c.key for c in cells if c.key not in todo_keys]
-    if reused:
-        stored_text = store.cell_versions()
-        for key in reused:
-            summary.other_versions.add(stored_versions(stored_text[key]), versions)
 
     def record(cell: Cell, result: CellResult) -> None:
         result = dataclasses.replace(result, versions=versions)
