@@ -2,7 +2,10 @@
 
 ``treeshap[perturbation=interventional]`` names one configured method;
 ``mda_bc[n_repeats=[1,5]]`` names a grid of two. :func:`format_spec` is the inverse, giving the
-stable repr used as part of a cell key.
+stable repr the reports label a configuration with: ``parse_spec(format_spec(name, params))``
+gives back ``params`` as a grid of one, so a label can be pasted into ``--method``,
+``--dataset`` or ``harness.explain``. A list-valued parameter is one value inside the grid's
+brackets (``coef=[[1,2]]``), and a string that would read as something else is quoted.
 """
 
 from __future__ import annotations
@@ -38,14 +41,18 @@ def parse_value(text: str) -> Any:
 
 
 def _split_top_level(text: str) -> list[str]:
-    """Split on commas that are not inside brackets."""
-    parts, depth, current = [], 0, []
+    """Split on commas that are not inside brackets or quotes."""
+    parts, depth, current, quote = [], 0, [], ""
     for char in text:
-        if char == "[":
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "[":
             depth += 1
         elif char == "]":
             depth -= 1
-        if char == "," and depth == 0:
+        if char == "," and depth == 0 and not quote:
             parts.append("".join(current))
             current = []
         else:
@@ -96,17 +103,35 @@ def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
 
 
+_SYNTAX = frozenset(",[]='\"")
+
+
 def _fmt_value(value: Any) -> str:
+    """``value`` as :func:`parse_value` reads it back: a string bare where it would read as
+    itself, quoted where it would read as a number, a bool, None or a list, or holds the
+    syntax's own characters."""
     if isinstance(value, str):
-        return value
+        if value and value == value.strip() and not _SYNTAX & set(value) \
+                and parse_value(value) == value:
+            return value
+        quote = '"' if "'" in value else "'"
+        return f"{quote}{value}{quote}"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_fmt_value(v) for v in value) + "]"
     return json.dumps(value)
+
+
+def _fmt_param(value: Any) -> str:
+    """A parameter's value as :func:`parse_spec` reads it back as one value: a list-valued
+    parameter gets the grid's own brackets around it (``coef=[[1,2]]``), since ``coef=[1,2]``
+    is a grid of two values."""
+    text = _fmt_value(value)
+    return f"[{text}]" if isinstance(value, (list, tuple)) else text
 
 
 def format_spec(name: str, params: dict[str, Any]) -> str:
     """Stable repr ``name[a=1,b=x]`` with parameters sorted by name (none: just ``name``)."""
     if not params:
         return name
-    inner = ",".join(f"{k}={_fmt_value(params[k])}" for k in sorted(params))
+    inner = ",".join(f"{k}={_fmt_param(params[k])}" for k in sorted(params))
     return f"{name}[{inner}]"

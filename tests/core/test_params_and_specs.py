@@ -47,6 +47,33 @@ def test_parse_and_format_round_trip():
     assert parse_spec("led") == ("led", {})
 
 
+@pytest.mark.parametrize("value", [
+    "interventional", "1", "true", "None", "nan", "1_000", "a,b", "x[1]", "k=v", " padded ",
+    "", "it's", 3, 2.5, 1.0, True, None, [1.0, 2.0], [["X1", "a,b"], ["7"]], [[]],
+])
+def test_a_formatted_value_parses_back_to_itself(value):
+    name, grid = parse_spec(format_spec("m", {"v": value}))
+    assert (name, grid) == ("m", {"v": [value]})
+
+
+@pytest.mark.parametrize("kind, name, params", [
+    ("method", "loco", {"groups": [["X1", "X2"], ["3"]], "n_folds": 3}),
+    ("method", "treeshap", {"perturbation": "interventional", "n_background": 30}),
+    ("dataset", "linear_gaussian", {"coef": [1.0, 2.0, 0.0, 0.0, 0.0, 0.0], "rho": 0.5}),
+])
+def test_a_label_given_back_as_a_spec_makes_the_same_configuration(kind, name, params):
+    # the labels of reports and Importances.method can be pasted into --method, --dataset
+    # and explain: a list-valued parameter is one value, not a grid of its elements
+    from harness.core import registry
+
+    make = registry.make_method if kind == "method" else registry.make_dataset
+    made = make(name, **params)
+    parsed_name, grid = parse_spec(repr(made))
+    (config,) = expand_grid(grid)
+    again = make(parsed_name, **config)
+    assert again.params == made.params and repr(again) == repr(made)
+
+
 @pytest.mark.parametrize("text", ["", "mdi[normalize]", "9abc", "mdi[[x=1]"])
 def test_unparseable_specs(text):
     with pytest.raises(BadInputError):
