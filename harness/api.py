@@ -54,7 +54,9 @@ def explain(
     Parameters
     ----------
     method : str or Method
-        A registered name (``"local_mdi"``) or a configured Method instance.
+        A registered name (``"local_mdi"``), a configured label as reports and
+        :attr:`Importances.method` write it (``"treeshap[perturbation=interventional]"``),
+        or a configured Method instance.
     model : fitted tree model, classifier or regressor
         scikit-learn RandomForest, ExtraTrees, DecisionTree, GradientBoosting and
         HistGradientBoosting; XGBoost and LightGBM boosters and their scikit-learn wrappers
@@ -94,7 +96,8 @@ def explain(
     NotInstalledError
         When an optional package the method needs is missing.
     """
-    instance = method if isinstance(method, Method) else registry.make_method(method, **params)
+    instance = method if isinstance(method, Method) \
+        else registry.method_from_spec(method, **params)
     request = ExplainRequest(X, y, sample_weight)
     if not progress:
         return run_protocol(instance, model, request, seed)

@@ -15,8 +15,9 @@ import warnings
 from importlib.metadata import entry_points
 
 from harness.core.dataset import DatasetSource
-from harness.core.errors import unknown_name
+from harness.core.errors import BadInputError, unknown_name
 from harness.core.method import Method
+from harness.core.spec import expand_grid, parse_spec
 
 BUILTIN_METHODS: dict[str, str] = {
     "mdi": "harness.methods.mdi:MDI",
@@ -193,6 +194,32 @@ def get_dataset_class(name: str) -> type[DatasetSource]:
 
 def make_method(name: str, **params) -> Method:
     return get_method_class(name)(**params)
+
+
+def method_from_spec(spec: str, **params) -> Method:
+    """The one configured method that ``spec`` names: a registered name (``"treeshap"``) or
+    a label as reports and :attr:`Importances.method` write it
+    (``"treeshap[perturbation=interventional]"``), with ``params`` added.
+
+    Raises
+    ------
+    BadInputError
+        When the spec names a grid of several configurations, or sets a parameter that
+        ``params`` sets too.
+    """
+    name, grid = parse_spec(spec)
+    configurations = expand_grid(grid)
+    if len(configurations) != 1:
+        raise BadInputError(
+            f"{spec!r} names a grid of {len(configurations)} configurations; one method "
+            "takes one value per parameter (a list-valued parameter goes inside one more pair "
+            "of brackets, e.g. loco[groups=[[[X1,X2]]]]; `compare --method` runs a grid).")
+    (configuration,) = configurations
+    both = sorted(set(configuration) & set(params))
+    if both:
+        raise BadInputError(
+            f"{spec!r} and the keyword arguments both set {both}; give each parameter once.")
+    return make_method(name, **configuration, **params)
 
 
 def make_dataset(name: str, **params) -> DatasetSource:

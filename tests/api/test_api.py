@@ -63,3 +63,23 @@ def test_entry_point_plugins_are_discovered(monkeypatch):
         assert registry.get_method_class("mdi").__module__ == "harness.methods.mdi"
     finally:
         registry._classes.cache_clear()
+
+
+def test_explain_takes_the_label_an_importance_carries():
+    # the label Importances.method and the reports write names the same configuration:
+    # explained again from it, TreeSHAP gives the same values and still adds up to predict
+    from sklearn.ensemble import RandomForestRegressor
+
+    X = np.random.default_rng(0).random((120, 4))
+    model = RandomForestRegressor(10, random_state=0).fit(X, X[:, 0] + X[:, 1] * X[:, 2])
+    first = harness.explain("treeshap", model, X[:6], perturbation="interventional",
+                            n_background=25)
+    assert first.method == "treeshap[n_background=25,perturbation=interventional]"
+    again = harness.explain(first.method, model, X[:6])
+    np.testing.assert_array_equal(again.values, first.values)
+    np.testing.assert_allclose(again.values.sum(axis=1) + again.base_values,
+                               model.predict(X[:6]), atol=1e-12)
+    with pytest.raises(harness.BadInputError, match="names a grid of 2 configurations"):
+        harness.explain("treeshap[n_background=[10,20]]", model, X[:6])
+    with pytest.raises(harness.BadInputError, match=r"both set \['n_background'\]"):
+        harness.explain("treeshap[n_background=10]", model, X[:6], n_background=20)
