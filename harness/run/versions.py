@@ -29,7 +29,7 @@ def stored_versions(text: str | None) -> dict[str, str]:
     return {str(name): str(version) for name, version in found.items()}
 
 
-def changes(stored: dict[str, str], current: dict[str, str]) -> list[str]:
+def version_changes(stored: dict[str, str], current: dict[str, str]) -> list[str]:
     """``"package stored → current"`` for each package whose version differs (every package,
     as "not recorded", for a cell stored before versions were)."""
     return [f"{name} {stored.get(name, UNRECORDED)} → {version}"
@@ -44,7 +44,7 @@ class VersionMix:
     changes: Counter = field(default_factory=Counter)  # "package a → b": cells
 
     def add(self, stored: dict[str, str], current: dict[str, str]) -> None:
-        found = changes(stored, current)
+        found = version_changes(stored, current)
         if found:
             self.cells += 1
             self.changes.update(found)

@@ -20,7 +20,7 @@ import harness
 from harness.cli import main
 from harness.run.runner import cell_versions
 from harness.run.store import Store
-from harness.run.versions import changes
+from harness.run.versions import version_changes
 
 FIXTURE = Path(__file__).parent / "fixtures" / "store_98ee76d"
 GRID = dict(datasets=["iris", "led"], models=["random_forest[n_estimators=3]"],
@@ -74,7 +74,7 @@ def test_a_run_now_reuses_the_old_cells(old_run):
     counts, *mixed = resumed.line().splitlines()
     assert counts == "cells: 6 total, 6 done (6 reused), 0 skipped, 0 error, 0 timeout"
     # and says which of the packages that made them differ from those installed
-    changed = changes(_fixture_versions(), cell_versions())
+    changed = version_changes(_fixture_versions(), cell_versions())
     assert resumed.other_versions.cells == (6 if changed else 0)
     assert len(mixed) == bool(changed)
     assert all(change in mixed[0] for change in changed)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.run.versions import VersionMix, changes, mixed_versions_note, stored_versions
+from harness.run.versions import (
+    VersionMix,
+    mixed_versions_note,
+    stored_versions,
+    version_changes,
+)
 
 
 @pytest.mark.parametrize("text", [None, "", "not json", "[1, 2]", "3"])
@@ -18,10 +23,10 @@ def test_versions_read_back_as_strings():
 
 def test_only_the_packages_that_changed_are_named():
     current = {"numpy": "2.1.0", "scikit-learn": "1.6.0"}
-    assert changes({"numpy": "2.1.0", "scikit-learn": "1.5.2"}, current) == [
+    assert version_changes({"numpy": "2.1.0", "scikit-learn": "1.5.2"}, current) == [
         "scikit-learn 1.5.2 → 1.6.0"]
-    assert changes(current, current) == []
-    assert changes({}, current) == ["numpy not recorded → 2.1.0",
+    assert version_changes(current, current) == []
+    assert version_changes({}, current) == ["numpy not recorded → 2.1.0",
                                     "scikit-learn not recorded → 1.6.0"]
 
 
