@@ -4,7 +4,8 @@ A forest view's ``inbag`` holds the count matrix c[i, t] (times row i was drawn 
 it is read once per fitted forest by the model's adapter (:mod:`harness.forest.view`), so every
 out-of-bag method of a run shares it. ``check_training_rows``
 proves on the caller's rows that they are the rows the forest was fitted on: it rebuilds the
-leaf values of a tree from the in-bag rows and their counts (a tree fitted with counts as
+leaf values of a spread of trees (the first and the last among them) from the in-bag rows and
+their counts (a tree fitted with counts as
 weights stores the count-weighted mean of y, or of the one-hot classes, in each leaf).
 """
 
@@ -83,15 +84,26 @@ def target_variance(targets: np.ndarray, method: str) -> float:
     return variance
 
 
-def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray, tree: int = 0) -> None:
+TREES_CHECKED = 8
+
+
+def checked_trees(n_trees: int, most: int = TREES_CHECKED) -> np.ndarray:
+    """The trees :func:`check_training_rows` rebuilds: the first, the last and evenly spaced
+    ones between, ``most`` in all (every tree of a smaller forest). The last one catches a
+    ``warm_start`` forest whose later trees were fitted on other rows of the same size."""
+    return np.unique(np.linspace(0, n_trees - 1, min(most, n_trees)).round().astype(np.int64))
+
+
+def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray,
+                        trees: np.ndarray | None = None) -> None:
     """Raise unless ``X, y`` are, in order, the rows the model of ``view`` was fitted on.
 
-    Checks the row count, then recomputes the leaf values of tree ``tree`` as count-weighted
-    means of the in-bag targets and compares them with the stored ones. Skipped for forests
-    with ``class_weight`` (their trees weight rows by more than the counts). Rows are routed
-    as the model routes them (NaN included, by each node's missing-value direction), so a NaN
-    in X matches the NaN the model was fitted on: the check compares leaf values, never X
-    itself.
+    Checks the row count, then recomputes the leaf values of each of ``trees`` (default
+    :func:`checked_trees`) as count-weighted means of the in-bag targets and compares them
+    with the stored ones. Skipped for forests with ``class_weight`` (their trees weight rows
+    by more than the counts). Rows are routed as the model routes them (NaN included, by each
+    node's missing-value direction), so a NaN in X matches the NaN the model was fitted on:
+    the check compares leaf values, never X itself.
     """
     inbag = view.inbag
     if X.shape[0] != inbag.n_samples:
@@ -105,8 +117,27 @@ def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray, tree: in
         return
     forest = view.packed
     targets = target_matrix(view, y)
-    leaves = apply_tree(forest, view.rows(X), tree)
-    weights = inbag.counts[:, tree].astype(np.float64)
+    rows = view.rows(X)
+    for tree in checked_trees(inbag.n_trees) if trees is None else trees:
+        if not _leaf_values_match(forest, rows, targets, inbag.counts[:, tree], int(tree)):
+            # X's column names were checked against the fit before any method ran; a plain
+            # array with its columns in another order cannot be told from other rows here
+            raise BadInputError(
+                "X, y are not the rows this forest was fitted on (or not in the same order, "
+                f"or X's columns are not in fit order): the leaf values of tree {tree} of "
+                f"{inbag.n_trees} rebuilt from them and the in-bag counts differ from the "
+                "stored ones (a warm_start forest grown further on other rows has trees "
+                "fitted on each). Pass the exact training rows, columns in fit order, to the "
+                "OOB methods."
+            )
+
+
+def _leaf_values_match(forest, rows: np.ndarray, targets: np.ndarray, counts: np.ndarray,
+                       tree: int) -> bool:
+    """Whether tree ``tree``'s stored leaf values are the count-weighted means of
+    ``targets`` over the in-bag ``rows`` each leaf receives."""
+    leaves = apply_tree(forest, rows, tree)
+    weights = counts.astype(np.float64)
     reached = np.unique(leaves[weights > 0])
     totals = np.zeros((forest.offsets[tree + 1] - forest.offsets[tree], forest.n_values))
     np.add.at(totals, leaves, weights[:, None] * targets)
@@ -114,15 +145,7 @@ def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray, tree: in
     rebuilt = totals[reached] / mass[reached, None]
     stored = forest.value[forest.offsets[tree] + reached]
     scale = max(1.0, float(np.abs(stored).max(initial=0.0)))
-    if not np.allclose(rebuilt, stored, rtol=1e-7, atol=1e-9 * scale):
-        # X's column names were checked against the fit before any method ran; a plain
-        # array with its columns in another order cannot be told from other rows here
-        raise BadInputError(
-            "X, y are not the rows this forest was fitted on (or not in the same order, or "
-            f"X's columns are not in fit order): the leaf values of tree {tree} rebuilt from "
-            "them and the in-bag counts differ from the stored ones. Pass the exact training "
-            "rows, columns in fit order, to the OOB methods."
-        )
+    return bool(np.allclose(rebuilt, stored, rtol=1e-7, atol=1e-9 * scale))
 
 
 def oob_predictions(view: ForestView, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -115,6 +115,31 @@ def test_training_rows_are_checked(regression_forest):
         harness.explain("mda_bc", model, X, y[::-1])
 
 
+@pytest.mark.parametrize("method", ["mda_bc", "sobol_mda", "mdi_oob"])
+def test_a_warm_start_forest_grown_on_other_rows_is_refused(method):
+    # trees 20-39 were fitted on rows 2, so the rows 1 are not out of bag for them: the old
+    # check rebuilt tree 0 only, passed, and the out-of-bag methods returned values (mda_bc,
+    # mdi_oob) or a ZeroDivisionError from an empty in-bag cell (sobol_mda)
+    X1, y1 = make_friedman1(n_samples=200, n_features=6, random_state=0)
+    X2, y2 = make_friedman1(n_samples=200, n_features=6, random_state=1)
+    model = RandomForestRegressor(20, warm_start=True, random_state=0).fit(X1, y1)
+    model.set_params(n_estimators=40).fit(X2, y2)
+    for X, y in ((X1, y1), (X2, y2)):
+        with pytest.raises(BadInputError, match="warm_start forest grown further"):
+            harness.explain(method, model, X, y)
+
+
+def test_a_warm_start_forest_grown_on_the_same_rows_is_the_forest_grown_at_once():
+    # scikit-learn draws the added trees' seeds after the first ones': 20 + 20 trees are the
+    # 40 trees of one fit, and so are their out-of-bag importances
+    X, y = make_friedman1(n_samples=200, n_features=6, random_state=0)
+    grown = RandomForestRegressor(20, warm_start=True, random_state=0).fit(X, y)
+    grown.set_params(n_estimators=40).fit(X, y)
+    at_once = RandomForestRegressor(40, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(harness.explain("mda_bc", grown, X, y).values,
+                                  harness.explain("mda_bc", at_once, X, y).values)
+
+
 def test_methods_without_bootstrap_are_skipped_with_a_reason():
     X, y = make_friedman1(n_samples=60, random_state=0)
     model = ExtraTreesRegressor(n_estimators=5, random_state=0).fit(X, y)
