@@ -170,7 +170,7 @@ def boosted_fields(*, library: str, kind: str, classifier: bool, n_features: int
         "library": library, "kind": kind, "classifier": classifier,
         "n_features": int(n_features), "n_trees": int(n_trees),
         "classes": None if classes is None else np.asarray(classes),
-        "impurity_unit": impurity_unit, "bootstrap": False, "class_weighted": False,
+        "impurity_unit": impurity_unit, "bootstrap": False,
         "output_unit": "margin" if classifier else "prediction", "link": link,
         "capabilities": capabilities, "routes_missing": routes_missing,
     }

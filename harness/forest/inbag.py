@@ -12,7 +12,7 @@ weights stores the count-weighted mean of y, or of the one-hot classes, in each 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -100,8 +100,8 @@ def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray,
 
     Checks the row count, then recomputes the leaf values of each of ``trees`` (default
     :func:`checked_trees`) as count-weighted means of the in-bag targets and compares them
-    with the stored ones. Skipped for forests with ``class_weight`` (their trees weight rows
-    by more than the counts). Rows are routed as the model routes them (NaN included, by each
+    with the stored ones, under each weighting :func:`tree_fit_weights` allows for the
+    model's ``class_weight``. Rows are routed as the model routes them (NaN included, by each
     node's missing-value direction), so a NaN in X matches the NaN the model was fitted on:
     the check compares leaf values, never X itself.
     """
@@ -113,13 +113,13 @@ def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray,
         )
     if y is None:
         raise BadInputError("The OOB methods need the training targets y; got none.")
-    if view.class_weighted:
-        return
     forest = view.packed
     targets = target_matrix(view, y)
     rows = view.rows(X)
     for tree in checked_trees(inbag.n_trees) if trees is None else trees:
-        if not _leaf_values_match(forest, rows, targets, inbag.counts[:, tree], int(tree)):
+        if not any(_leaf_values_match(forest, rows, targets, weights, int(tree))
+                   for weights in tree_fit_weights(inbag.counts[:, tree], y,
+                                                   view.class_weight)):
             # X's column names were checked against the fit before any method ran; a plain
             # array with its columns in another order cannot be told from other rows here
             raise BadInputError(
@@ -132,12 +132,30 @@ def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray,
             )
 
 
-def _leaf_values_match(forest, rows: np.ndarray, targets: np.ndarray, counts: np.ndarray,
+def tree_fit_weights(counts: np.ndarray, y: np.ndarray, class_weight: Any) -> list[np.ndarray]:
+    """The row weights a bagged tree with in-bag ``counts`` may have been grown with.
+
+    Without ``class_weight``, the counts. With ``"balanced_subsample"``, the counts times the
+    classes' balanced weights in the drawn sample. With ``"balanced"`` or a dict, either the
+    counts (scikit-learn >= 1.9 draws the bootstrap with the class weights, so they are in
+    the counts already) or the counts times the class weights of ``y`` (earlier releases).
+    """
+    base = counts.astype(np.float64)
+    if class_weight is None:
+        return [base]
+    from sklearn.utils.class_weight import compute_sample_weight
+
+    if isinstance(class_weight, str) and class_weight == "balanced_subsample":
+        drawn = np.repeat(np.arange(len(counts)), counts)
+        return [base * compute_sample_weight("balanced", y, indices=drawn)]
+    return [base, base * compute_sample_weight(class_weight, y)]
+
+
+def _leaf_values_match(forest, rows: np.ndarray, targets: np.ndarray, weights: np.ndarray,
                        tree: int) -> bool:
-    """Whether tree ``tree``'s stored leaf values are the count-weighted means of
-    ``targets`` over the in-bag ``rows`` each leaf receives."""
+    """Whether tree ``tree``'s stored leaf values are the ``weights``-weighted means of
+    ``targets`` over the rows each leaf receives."""
     leaves = apply_tree(forest, rows, tree)
-    weights = counts.astype(np.float64)
     reached = np.unique(leaves[weights > 0])
     totals = np.zeros((forest.offsets[tree + 1] - forest.offsets[tree], forest.n_values))
     np.add.at(totals, leaves, weights[:, None] * targets)

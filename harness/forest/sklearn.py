@@ -200,7 +200,7 @@ class SklearnForestAdapter:
             "impurity_unit": impurity_unit(model),
             "n_outputs": int(getattr(model, "n_outputs_", 1)),
             "bootstrap": bool(getattr(model, "bootstrap", False)),
-            "class_weighted": getattr(model, "class_weight", None) is not None,
+            "class_weight": getattr(model, "class_weight", None),
             "output_unit": "probability" if classifier else "prediction",
             "link": "identity",
             "capabilities": frozenset(

@@ -104,8 +104,9 @@ class ForestView:
         Unit of the node impurities (bits for entropy).
     bootstrap : bool
         Whether the trees were grown on bootstrap samples (out-of-bag rows exist).
-    class_weighted : bool
-        Whether the trees weighted rows by class (``class_weight``) beyond the in-bag counts.
+    class_weight : None, str, dict or list of dict
+        The model's ``class_weight`` (None: none): the trees may weight rows by class beyond
+        the in-bag counts (:func:`harness.forest.inbag.tree_fit_weights`).
     output_unit : str
         What :meth:`output` (the mean over trees of the tree values) is: ``"probability"``
         (bagged classifiers), ``"prediction"`` (regressors), ``"margin"`` (boosted
@@ -143,7 +144,6 @@ class ForestView:
     classes: np.ndarray | None
     impurity_unit: str
     bootstrap: bool
-    class_weighted: bool
     output_unit: str
     link: str
     capabilities: frozenset[str]
@@ -153,6 +153,7 @@ class ForestView:
     routes_missing: bool = False
     n_outputs: int = 1
     output_classes: tuple[np.ndarray, ...] | None = None
+    class_weight: Any = None
 
     def _source(self) -> Any:
         model = self._model()

@@ -51,7 +51,7 @@ def test_the_view_reads_what_the_estimator_says(diabetes):
     assert (view.library, view.kind) == ("scikit-learn", "RandomForestRegressor")
     assert not view.classifier and view.classes is None
     assert view.n_features == X.shape[1] and view.n_trees == 3
-    assert view.impurity_unit == "variance" and view.bootstrap and not view.class_weighted
+    assert view.impurity_unit == "variance" and view.bootstrap and view.class_weight is None
     assert view.packed.max_depth == 4
     np.testing.assert_array_equal(view.apply(X), model.apply(X))
     np.testing.assert_allclose(view.output(X)[:, 0], model.predict(X), rtol=0, atol=1e-12)

@@ -14,7 +14,7 @@ from collections import defaultdict
 import numba
 import numpy as np
 import pytest
-from sklearn.datasets import load_iris, make_friedman1
+from sklearn.datasets import load_iris, make_classification, make_friedman1
 from sklearn.ensemble import (
     ExtraTreesClassifier,
     ExtraTreesRegressor,
@@ -127,6 +127,26 @@ def test_a_warm_start_forest_grown_on_other_rows_is_refused(method):
     for X, y in ((X1, y1), (X2, y2)):
         with pytest.raises(BadInputError, match="warm_start forest grown further"):
             harness.explain(method, model, X, y)
+
+
+@pytest.mark.parametrize("class_weight", ["balanced", {"no": 1.0, "yes": 3.0},
+                                          "balanced_subsample"])
+def test_a_class_weighted_forest_has_its_training_rows_checked(class_weight):
+    # the check was skipped under class_weight, so other rows gave values without a word;
+    # it now rebuilds the leaves under the weights the trees were grown with, and the
+    # out-of-bag output read from the in-bag counts is scikit-learn's own
+    X, codes = make_classification(n_samples=240, n_features=5, weights=[0.75], flip_y=0.2,
+                                   random_state=0)
+    y = np.array(["no", "yes"])[codes]
+    model = RandomForestClassifier(15, min_samples_leaf=8, class_weight=class_weight,
+                                   oob_score=True, random_state=0).fit(X, y)
+    check_training_rows(forest_view(model), X, y)
+    prediction, n_oob = oob_predictions(forest_view(model), X)
+    scored = n_oob > 0
+    np.testing.assert_allclose(prediction[scored], model.oob_decision_function_[scored],
+                               rtol=1e-12)
+    with pytest.raises(BadInputError, match="not the rows this forest was fitted on"):
+        harness.explain("mda_bc", model, X[::-1], y[::-1])
 
 
 def test_a_warm_start_forest_grown_on_the_same_rows_is_the_forest_grown_at_once():
