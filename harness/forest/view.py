@@ -244,7 +244,18 @@ def adapter_of(model: Any) -> type[ForestAdapter]:
             return adapter
     allowed = "; ".join(adapter.description for adapter in ADAPTERS)
     raise BadInputError(f"Expected a fitted tree model of a kind the harness reads "
-                        f"({allowed}); got {type(model).__name__}.")
+                        f"({allowed}); got {type(model).__name__}.{wrapper_hint(model)}")
+
+
+def wrapper_hint(model: Any) -> str:
+    """What to pass instead when ``model`` wraps a tree model ("" otherwise)."""
+    if hasattr(model, "steps"):
+        return (" For a Pipeline, explain its last step, model[-1], on the rows "
+                "model[:-1].transform(X): the importances are then of the transformed "
+                "features.")
+    if hasattr(model, "best_estimator_"):
+        return " For a fitted search, explain model.best_estimator_."
+    return ""
 
 
 def forest_view(model: Any) -> ForestView:

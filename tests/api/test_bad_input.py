@@ -135,3 +135,28 @@ def test_a_value_beyond_float32_is_refused_as_scikit_learn_refuses_it(fitted):
     for method in ("saabas", "treeshap", "local_mdi"):
         with pytest.raises(BadInputError, match="within float32's range"):
             harness.explain(method, model, X)
+
+
+def test_a_wrapped_tree_model_is_refused_with_what_to_pass_instead():
+    # a Pipeline or a fitted search is not read; the refusal names what to explain, and
+    # doing so explains the wrapper's own prediction (TreeSHAP adds up to pipeline.predict)
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X = np.random.default_rng(0).normal(size=(120, 4))
+    y = X[:, 0] + X[:, 1] * X[:, 2]
+    pipeline = make_pipeline(StandardScaler(), RandomForestRegressor(8, random_state=0))
+    pipeline.fit(X, y)
+    with pytest.raises(BadInputError, match=r"got Pipeline\. For a Pipeline, explain its last "
+                                            r"step, model\[-1\], on the rows "
+                                            r"model\[:-1\]\.transform\(X\)"):
+        harness.explain("treeshap", pipeline, X[:5])
+    shap = harness.explain("treeshap", pipeline[-1], pipeline[:-1].transform(X[:5]))
+    np.testing.assert_allclose(shap.values.sum(axis=1) + shap.base_values,
+                               pipeline.predict(X[:5]), atol=1e-10)
+    search = GridSearchCV(RandomForestRegressor(4, random_state=0), {"max_depth": [2, 3]},
+                          cv=2).fit(X, y)
+    with pytest.raises(BadInputError, match=r"explain model\.best_estimator_\."):
+        harness.explain("saabas", search, X[:5])
