@@ -214,6 +214,17 @@ class ParsedBoosterAdapter:
         raise NotImplementedError
 
     @classmethod
+    def booster_feature_names(cls, model: Any) -> list[str] | None:
+        """The column names a raw booster keeps of its fit (None: it keeps none, or the model
+        is a scikit-learn wrapper, whose ``feature_names_in_`` says)."""
+        return None
+
+    @classmethod
+    def name_as_fitted(cls, name: str) -> str:
+        """A column name as the library stores it in the fitted model."""
+        return name
+
+    @classmethod
     def parsed(cls, model: Any) -> ParsedModel:
         """The model's parsed dump, read once per fitted model."""
         signature = cls.trees_signature(model)

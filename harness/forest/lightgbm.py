@@ -199,6 +199,21 @@ class LightGBMAdapter(ParsedBoosterAdapter):
                      or hasattr(type(model), "booster_")))
 
     @classmethod
+    def booster_feature_names(cls, model: Any) -> list[str] | None:
+        """A Booster's ``feature_name()``, unless they are the ``Column_j`` LightGBM gives
+        the columns of a fit without names."""
+        if not _is_booster(model):
+            return None
+        names = [str(name) for name in model.feature_name()]
+        return None if names == [f"Column_{j}" for j in range(len(names))] else names
+
+    @classmethod
+    def name_as_fitted(cls, name: str) -> str:
+        """LightGBM stores a column name with its spaces as underscores ("mean radius" is
+        "mean_radius" in ``feature_name()`` and in a wrapper's ``feature_names_in_``)."""
+        return name.replace(" ", "_")
+
+    @classmethod
     def parse(cls, model: Any, signature: tuple) -> ParsedModel:
         return _parse(model, signature)
 

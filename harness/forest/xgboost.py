@@ -187,6 +187,12 @@ class XGBoostAdapter(ParsedBoosterAdapter):
                 and (_is_booster(model) or hasattr(model, "get_booster")))
 
     @classmethod
+    def booster_feature_names(cls, model: Any) -> list[str] | None:
+        """A Booster's ``feature_names`` (set when fitted on a frame or named DMatrix)."""
+        names = model.feature_names if _is_booster(model) else None
+        return None if names is None else [str(name) for name in names]
+
+    @classmethod
     def parse(cls, model: Any, signature: tuple) -> ParsedModel:
         return _parse(model, signature)
 

@@ -28,12 +28,14 @@ from scipy.sparse import issparse
 
 from harness.core.errors import BadInputError
 from harness.core.method import ExplainData
-from harness.forest.view import forest_view
+from harness.forest.view import adapter_of, forest_view
 
 SEED_MAX = 2**32 - 1
 _SHOWN = 12  # names listed in full up to this many; longer lists are cut
 _HINTS = {"feature_names_in_": "list(model.feature_names_in_)",
-          "harness.fit_model": "model.harness_fit_['feature_names']"}
+          "harness.fit_model": "model.harness_fit_['feature_names']",
+          "xgboost Booster": "model.feature_names",
+          "lightgbm Booster": "model.feature_name()"}
 
 
 def check_seed(seed: object) -> int:
@@ -97,7 +99,8 @@ def fitted_names(model: object) -> tuple[list[str] | None, str]:
     """The feature names ``model`` was fitted on, in order, and where they come from.
 
     ``feature_names_in_`` (set by scikit-learn when fitted on a frame with string names) comes
-    first; else the names ``harness.fit_model`` records (it fits on arrays); else none.
+    first; else the names ``harness.fit_model`` records (it fits on arrays); else those a raw
+    XGBoost or LightGBM booster keeps (its adapter's ``booster_feature_names``); else none.
     """
     names = getattr(model, "feature_names_in_", None)
     if names is not None:
@@ -106,11 +109,18 @@ def fitted_names(model: object) -> tuple[list[str] | None, str]:
     recorded = record.get("feature_names") if isinstance(record, dict) else None
     if recorded is not None and len(recorded) == getattr(model, "n_features_in_", -1):
         return [str(n) for n in recorded], "harness.fit_model"
+    adapter = adapter_of(model)
+    booster_names = getattr(adapter, "booster_feature_names", None)
+    names = booster_names(model) if booster_names is not None else None
+    if names is not None:
+        return names, f"{adapter.library} Booster"
     return None, ""
 
 
-def _names_mismatch(expected: list[str], got: list[str], source: str) -> str:
-    """The one-line refusal of column names that differ from the fit's."""
+def _names_mismatch(expected: list[str], got: list[str], source: str,
+                    given: list[str] | None = None) -> str:
+    """The one-line refusal of column names that differ from the fit's (``got``: X's names
+    as the library stores them; ``given``: as X has them, where they differ)."""
     message = (f"The columns of X must be the features the model was fitted on, in fit order: "
                f"expected {_show(expected)}; got {_show(got)}.")
     got_set, expected_set = set(got), set(expected)
@@ -125,9 +135,13 @@ def _names_mismatch(expected: list[str], got: list[str], source: str) -> str:
         message += f" X repeats {_show(repeated)}."
     else:
         first = next(j for j, (a, b) in enumerate(zip(expected, got, strict=True)) if a != b)
+        in_fit_order = _HINTS[source]
+        if given is not None:  # the stored names are not X's: list X's own in fit order
+            by_stored = dict(zip(got, given, strict=True))
+            in_fit_order = repr([by_stored[name] for name in expected])
         message += (f" They are the same names in another order (column {first} is {got[first]!r}"
                     f", expected {expected[first]!r}); select them in fit order, e.g. "
-                    f"X[{_HINTS[source]}].")
+                    f"X[{in_fit_order}].")
     return message
 
 
@@ -165,8 +179,12 @@ def check_feature_names(model: object, X: object,
     expected, source = fitted_names(model)
     kind = type(model).__name__
     if given is not None and expected is not None:
-        if given != expected:
-            raise BadInputError(_names_mismatch(expected, given, source))
+        # as the library stores them (LightGBM: spaces as underscores); labelled as given
+        as_fitted = getattr(adapter_of(model), "name_as_fitted", str)
+        stored = [as_fitted(name) for name in given]
+        if stored != expected:
+            raise BadInputError(_names_mismatch(expected, stored, source,
+                                                given if stored != given else None))
         return given
     if given is not None:
         warnings.warn(
@@ -175,7 +193,7 @@ def check_feature_names(model: object, X: object,
             f"{_show(given)}.", UserWarning, stacklevel=_caller_level())
         return given
     if expected is not None:
-        if source == "feature_names_in_":  # fitted on a frame: a plain array is ambiguous
+        if source != "harness.fit_model":  # fitted on a frame: a plain array is ambiguous
             warnings.warn(
                 f"X has no column names, but the {kind} was fitted with feature names; its "
                 f"columns are taken to be {_show(expected)} in that order.", UserWarning,

@@ -261,6 +261,41 @@ def test_boosters_trained_directly_read_as_their_wrappers():
                                    atol=2e-5)
 
 
+NAMED = ["mean radius", "b", "c", "d", "e"]  # LightGBM stores the first as "mean_radius"
+
+
+@pytest.mark.parametrize("make", [
+    lambda frame, y: xgb.train({"max_depth": DEPTH, "nthread": 1},
+                               xgb.DMatrix(frame, label=y), num_boost_round=N_TREES),
+    lambda frame, y: lgb.train({"num_leaves": 15, "verbose": -1, "num_threads": 1},
+                               lgb.Dataset(frame, label=y), num_boost_round=N_TREES),
+    lambda frame, y: lgb.LGBMRegressor(n_estimators=N_TREES, num_leaves=15, verbose=-1,
+                                       n_jobs=1).fit(frame, y),
+], ids=["xgboost Booster", "lightgbm Booster", "LGBMRegressor"])
+def test_a_model_fitted_on_a_frame_checks_the_frame_it_explains(make):
+    # a raw booster keeps the frame's names: a reordered frame was explained by position
+    # (LightGBM's own predict does the same without a word); and LightGBM's "mean_radius"
+    # is the frame's "mean radius" (the wrapper was refused on its own frame)
+    import pandas as pd
+
+    frame = pd.DataFrame(X_FIT, columns=NAMED)
+    model = make(frame, Y_FIT["regression"])
+    reordered = frame[NAMED[::-1]]
+    hint = ("X[model.feature_names]" if isinstance(model, xgb.Booster)  # the frame's names
+            else "X[['mean radius', 'b', 'c', 'd', 'e']]")  # LightGBM's are not the frame's
+    with pytest.raises(BadInputError, match="same names in another order") as refused:
+        harness.explain("saabas", model, reordered)
+    assert str(refused.value).endswith(f"e.g. {hint}.")
+    shap = harness.explain("treeshap", model, frame[:20])
+    assert shap.feature_names == NAMED
+    if isinstance(model, xgb.Booster):
+        margin = model.predict(xgb.DMatrix(frame[:20]), output_margin=True)
+    else:
+        margin = model.predict(frame[:20], raw_score=True)
+    np.testing.assert_allclose(shap.values.sum(axis=1) + shap.base_values, margin,
+                               rtol=0, atol=2e-5)
+
+
 @pytest.mark.parametrize("objective", ["reg:absoluteerror", "reg:pseudohubererror",
                                        "reg:quantileerror", "reg:squaredlogerror"])
 def test_xgboost_regression_objectives_base_score(objective):
