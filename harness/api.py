@@ -68,7 +68,8 @@ def explain(
         Rows to explain (global methods use them only where they need data); NaN where the
         model routes missing values (every model above does), never inf. When X has
         string column names and the model knows its feature names (``feature_names_in_``,
-        or those ``fit_model`` records), they must be the same names in fit order, as in
+        a raw booster's own, or those ``fit_model`` records), they must be the same names
+        (as the library stores them) in fit order, as in
         scikit-learn; when only one side has names the columns are taken in fit order and a
         warning says so.
     y : array-like of shape (n,), or (n, k) for a regressor with k outputs, optional
