@@ -5,8 +5,8 @@ it is read once per fitted forest by the model's adapter (:mod:`harness.forest.v
 out-of-bag method of a run shares it. ``check_training_rows``
 proves on the caller's rows that they are the rows the forest was fitted on: it rebuilds the
 leaf values of a spread of trees (the first and the last among them) from the in-bag rows and
-their counts (a tree fitted with counts as
-weights stores the count-weighted mean of y, or of the one-hot classes, in each leaf).
+their counts (a tree fitted with counts as weights stores the count-weighted mean of y, or of
+the one-hot classes, in each leaf; class weights multiply the counts where they apply).
 """
 
 from __future__ import annotations
@@ -117,7 +117,8 @@ def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray,
     targets = target_matrix(view, y)
     rows = view.rows(X)
     for tree in checked_trees(inbag.n_trees) if trees is None else trees:
-        if not any(_leaf_values_match(forest, rows, targets, weights, int(tree))
+        leaves = apply_tree(forest, rows, int(tree))
+        if not any(_leaf_values_match(forest, leaves, targets, weights, int(tree))
                    for weights in tree_fit_weights(inbag.counts[:, tree], y,
                                                    view.class_weight)):
             # X's column names were checked against the fit before any method ran; a plain
@@ -151,11 +152,10 @@ def tree_fit_weights(counts: np.ndarray, y: np.ndarray, class_weight: Any) -> li
     return [base, base * compute_sample_weight(class_weight, y)]
 
 
-def _leaf_values_match(forest, rows: np.ndarray, targets: np.ndarray, weights: np.ndarray,
+def _leaf_values_match(forest, leaves: np.ndarray, targets: np.ndarray, weights: np.ndarray,
                        tree: int) -> bool:
     """Whether tree ``tree``'s stored leaf values are the ``weights``-weighted means of
-    ``targets`` over the rows each leaf receives."""
-    leaves = apply_tree(forest, rows, tree)
+    ``targets`` over the rows in each leaf (``leaves``: each row's, as the tree routes it)."""
     reached = np.unique(leaves[weights > 0])
     totals = np.zeros((forest.offsets[tree + 1] - forest.offsets[tree], forest.n_values))
     np.add.at(totals, leaves, weights[:, None] * targets)
