@@ -80,8 +80,9 @@ def explain(
         [0, 2**32 - 1].
     sample_weight : array-like of shape (n,), optional
         Probabilities of the rows when they are the support of an explicit distribution
-        (the SAGE methods then draw rows with these probabilities): finite, non-negative,
-        with a positive sum.
+        (the SAGE methods then draw rows with these probabilities; a global method that
+        treats rows as equally likely skips weights that are not all equal, local methods
+        and MDI do not depend on them): finite, non-negative, with a positive sum.
     progress : bool
         Show a progress bar (on stderr) for methods that sample until convergence.
     **params

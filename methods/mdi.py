@@ -33,6 +33,7 @@ class MDI(Method):
     scope = "global"
     family = "mdi"
     multi_output = True  # of the multi-output impurity the trees were grown with
+    weighted_rows = "irrelevant"  # read from the model alone (its fit weighted the rows)
     summary = "global MDI (Louppe et al. 2013, Eq. 1), impurity units"
     complexity = {"n": 0, "p": (0, 1), "trees": 1, "depth": None}
     # a sum of weighted impurity decreases, each >= 0 (also in the normalised form)

@@ -126,6 +126,14 @@ class Method:
     #: are explained with it, to the bit): such a method implements ``_explain_rows``, and
     #: :meth:`explain` may split the rows into blocks (``block_rows``).
     rows_independent: ClassVar[bool] = False
+    #: How a global method treats weighted rows (``sample_weight``: the rows are the support
+    #: of an explicit distribution): "honoured" (it draws or averages them with the weights),
+    #: "irrelevant" (its values average over no rows, e.g. MDI, read from the model alone),
+    #: or None: it treats the rows as equally likely (averages them, or fits trees on them,
+    #: unweighted), and :meth:`skip` declines rows whose weights are not all equal (it would
+    #: estimate its value for the uniform distribution over the support instead). A local
+    #: method's values are per row: weights never change them.
+    weighted_rows: ClassVar[str | None] = None
 
     def block_row_values(self, model: Any, n_features: int) -> int | None:
         """How many float64 values one row of a block takes in a ``rows_independent``
@@ -176,6 +184,14 @@ class Method:
                     f"{data.n_outputs} outputs: fit one model per output to use it.")
         if self.needs_y and data.y is None:
             return f"{self.name} needs the targets y of the explained rows; none were given."
+        weights = data.sample_weight
+        if (self.scope == "global" and self.weighted_rows is None and weights is not None
+                and weights.min() != weights.max()):
+            return (f"{self.name} treats the rows as equally likely, and these rows are "
+                    f"weighted (the support of an explicit distribution, weights from "
+                    f"{weights.min():.3g} to {weights.max():.3g}): it would estimate its "
+                    "value for the uniform distribution over them. Give it rows drawn from "
+                    "the distribution (e.g. the dataset with n_samples set).")
         return None
 
     def explain(self, model: Any, data: ExplainData, rng: np.random.Generator,

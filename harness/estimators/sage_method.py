@@ -38,6 +38,8 @@ class SageMethod(Method):
     """
 
     scope: ClassVar[str] = "global"
+    # the rows are drawn with their weights (sage: a weighted resample; tree_sage: row_weights)
+    weighted_rows: ClassVar[str | None] = "honoured"
     family: ClassVar[str] = "sage"
     needs_y: ClassVar[bool] = True
 

@@ -142,3 +142,38 @@ def test_explain_accepts_user_forests_and_dataframes(iris):
     imp = harness.explain("local_mdi", model, frame)
     assert imp.feature_names == ["sl", "sw", "pl", "pw"]
     assert imp.unit == "gini"
+
+
+@pytest.fixture(scope="module")
+def xor_population():
+    # the XOR table as an explicit distribution: 8 rows, weights 0.0125 to 0.2375
+    ds = harness.load_dataset("xor")
+    return ds, harness.fit_model({"forest": "random_forest", "n_estimators": 10}, ds, seed=0)
+
+
+QUICK = {"sage": {"n_background": 8, "thresh": 0.2}, "tree_sage": {"thresh": 0.2},
+         "rs": {"n_trees": 10}, "srs": {"n_trees": 10}, "shaff": {"n_subsets": 8},
+         "loco": {"n_folds": 2}}
+
+
+@pytest.mark.parametrize("name", [name for name in registry.installed_method_names()
+                                  if registry.get_method_class(name).scope == "global"])
+def test_a_global_method_honours_weighted_rows_or_declines_them(name, xor_population):
+    # a method that treats the rows as equally likely estimated its value for the uniform
+    # distribution over the support (every OOB and held-out method ran on XOR's table in
+    # the default compare); it now declines, and equal weights change nothing
+    ds, model = xor_population
+    cls = registry.get_method_class(name)
+    params = QUICK.get(name, {})
+    if cls.weighted_rows is None:
+        with pytest.raises(MethodSkipped, match="treats the rows as equally likely"):
+            harness.explain(name, model, ds.X, ds.y, sample_weight=ds.sample_weight, **params)
+    else:
+        assert cls.weighted_rows in ("honoured", "irrelevant")
+        harness.explain(name, model, ds.X, ds.y, sample_weight=ds.sample_weight, **params)
+    if name != "loco":  # loco refits without weights: it declines any weights
+        equal = harness.explain(name, model, ds.X, ds.y, seed=3, sample_weight=np.full(8, 2.0),
+                                **params)
+        if cls.weighted_rows != "honoured":
+            plain = harness.explain(name, model, ds.X, ds.y, seed=3, **params)
+            np.testing.assert_array_equal(equal.values, plain.values)
