@@ -97,8 +97,11 @@ def global_views(results: RunResults, cells: pd.DataFrame) -> dict[str, np.ndarr
     Computed from the stored arrays rather than ``importances_table``, which builds a wide
     per-feature frame that reports do not need.
     """
-    return {key: global_view(results.arrays(key)["values"], scope)
-            for key, scope in zip(cells["key"], cells["scope"])}
+    views = {}
+    for key, scope in zip(cells["key"], cells["scope"], strict=True):
+        arrays = results.arrays(key)
+        views[key] = global_view(arrays["values"], scope, arrays["row_weights"])
+    return views
 
 
 #: How a local method is marked among global views (it is summarised as mean |local|)

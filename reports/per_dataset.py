@@ -154,8 +154,17 @@ def importance_table(results: RunResults, cells: pd.DataFrame) -> pd.DataFrame:
     frames = []
     for _, cell in cells.iterrows():
         arrays = results.arrays(cell["key"])
-        view = global_view(arrays["values"], cell["scope"])
-        if cell["scope"] == "local":
+        weights = arrays["row_weights"]
+        view = global_view(arrays["values"], cell["scope"], weights)
+        if cell["scope"] == "local" and weights is not None:
+            # the rows are a distribution's support: the weighted mean's standard error,
+            # over the effective number of rows (sum w)^2 / sum w^2
+            magnitude = local_matrix(arrays["values"])
+            w = np.asarray(weights, dtype=float) / np.sum(weights)
+            spread = np.sqrt(w @ (magnitude - view) ** 2)
+            std = spread * math.sqrt(float(w @ w))
+            std_of = "standard error of the weighted mean |local| over the explained samples"
+        elif cell["scope"] == "local":
             magnitude = local_matrix(arrays["values"])
             n = len(magnitude)
             std = magnitude.std(axis=0, ddof=1) / math.sqrt(n) if n > 1 else np.nan
@@ -236,7 +245,8 @@ def local_dots(results: RunResults, cells: pd.DataFrame, context: RunContext) ->
         return pd.DataFrame()
     loaded = [(model, cell, results.arrays(cell["key"])) for model, cell in chosen]
     names = results.feature_names(chosen[0][1]["key"])
-    weight = np.mean([normalise_l1(local_matrix(arrays["values"]).mean(axis=0))
+    weight = np.mean([normalise_l1(global_view(arrays["values"], "local",
+                                               arrays["row_weights"]))
                       for _, _, arrays in loaded], axis=0)
     order = np.argsort(-np.nan_to_num(weight, nan=-1.0), kind="stable")[:MAX_SWARM_FEATURES]
     frames = []

@@ -15,17 +15,23 @@ Task = Literal["classification", "regression"]
 Scope = Literal["global", "local"]
 
 
-def global_view(values: np.ndarray, scope: str) -> np.ndarray:
+def global_view(values: np.ndarray, scope: str,
+                row_weights: np.ndarray | None = None) -> np.ndarray:
     """Per-feature summary: the values of a global method, mean_i |v_ij| for a local one.
 
     For local values of shape (n, p, n_classes) the absolute values are summed over classes
-    first. This is the usual global reading of local importances (e.g. mean |SHAP|).
+    first. This is the usual global reading of local importances (e.g. mean |SHAP|). With
+    ``row_weights`` (the explained rows are the support of an explicit distribution) the
+    mean is the distribution's: sum_i w_i |v_ij| / sum_i w_i.
     """
     values = np.asarray(values, dtype=float)
     if scope != "local":
         return values
     magnitude = np.abs(values)
-    return (magnitude.sum(axis=2) if magnitude.ndim == 3 else magnitude).mean(axis=0)
+    magnitude = magnitude.sum(axis=2) if magnitude.ndim == 3 else magnitude
+    if row_weights is None:
+        return magnitude.mean(axis=0)
+    return np.average(magnitude, axis=0, weights=np.asarray(row_weights, dtype=float))
 
 
 @dataclass
@@ -212,6 +218,10 @@ class Importances:
         (Saabas bias, TreeSHAP expected value), shape (n,) or (n, n_classes).
     sample_index : ndarray or None
         Rows of the given ``X`` that were explained (None: all rows, or a global method).
+    row_weights : ndarray or None
+        For a local method given weighted rows (``sample_weight`` not all equal: the support
+        of an explicit distribution), the weights of the explained rows, which
+        :meth:`global_view` averages with; None otherwise.
     time_explain : float
         Wall time of the method's ``explain`` alone, in seconds.
     method : str
@@ -226,6 +236,7 @@ class Importances:
     std: np.ndarray | None = None
     base_values: np.ndarray | None = None
     sample_index: np.ndarray | None = None
+    row_weights: np.ndarray | None = None
     time_explain: float = float("nan")
     method: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -246,7 +257,7 @@ class Importances:
 
     def global_view(self) -> np.ndarray:
         """Per-feature summary; see :func:`global_view`."""
-        return global_view(self.values, self.scope)
+        return global_view(self.values, self.scope, self.row_weights)
 
     def to_frame(self):
         """Tidy per-feature table (global view) as a pandas DataFrame."""

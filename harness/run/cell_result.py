@@ -35,12 +35,12 @@ RESULT_COLUMNS = {
     "unit": "TEXT", "explains": "TEXT", "feature_names": "TEXT", "time_explain": "REAL",
     "time_predict": "REAL", "n_explained": "INTEGER", "vals": "BLOB", "std": "BLOB",
     "base_values": "BLOB", "sample_index": "BLOB", "extra": "TEXT", "versions": "TEXT",
-    "created": "REAL",
+    "created": "REAL", "row_weights": "BLOB",
 }
 CELL_COLUMNS = {**META_COLUMNS, **RESULT_COLUMNS}
 #: Array fields and the columns that hold them (``values`` is ``vals``: VALUES is SQL).
 ARRAY_COLUMNS = {"values": "vals", "std": "std", "base_values": "base_values",
-                 "sample_index": "sample_index"}
+                 "sample_index": "sample_index", "row_weights": "row_weights"}
 _JSON_META = ("dataset_params", "model_params", "method_params")
 
 
@@ -79,6 +79,8 @@ class CellResult:
     std: np.ndarray | None = None
     base_values: np.ndarray | None = None
     sample_index: np.ndarray | None = None
+    #: a local method's explained rows' weights where they are not all equal (None: equal)
+    row_weights: np.ndarray | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
 
@@ -115,7 +117,9 @@ class CellResult:
     @classmethod
     def from_row(cls, row: Any) -> CellResult:
         """Rebuild a result from a ``cells`` row (a mapping of column to value)."""
-        arrays = {name: from_blob(row[column]) for name, column in ARRAY_COLUMNS.items()}
+        present = set(row.keys())  # a store written before a column was added lacks it
+        arrays = {name: from_blob(row[column]) if column in present else None
+                  for name, column in ARRAY_COLUMNS.items()}
         return cls(
             status=row["status"], reason=row["reason"], traceback=row["traceback"],
             scope=row["scope"], unit=row["unit"], explains=row["explains"],

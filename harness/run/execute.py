@@ -112,6 +112,6 @@ def run_one(cell: Cell, inputs: CellInput,
         n_explained=int(X.shape[0]), values=values, std=importances.std,
         base_values=importances.base_values,
         sample_index=sample_index if importances.scope == "local" else None,
-        extra=importances.extra,
+        row_weights=importances.row_weights, extra=importances.extra,
         reason=None if np.all(np.isfinite(values)) else "values contain NaN or inf",
     )

@@ -79,8 +79,13 @@ def run_protocol(method: Method, model: Any, request: ExplainRequest, seed: int 
     data.progress = progress
     if method.rows_independent and block_rows is None:
         block_rows = row_block(model, data.X.shape[1], method)
-    return method.explain(model, data, np.random.default_rng(seed),
-                          block_rows=block_rows if method.rows_independent else None)
+    result = method.explain(model, data, np.random.default_rng(seed),
+                            block_rows=block_rows if method.rows_independent else None)
+    weights = data.sample_weight
+    if result.scope == "local" and weights is not None and weights.min() != weights.max():
+        result.row_weights = (weights if result.sample_index is None
+                              else weights[result.sample_index])
+    return result
 
 
 def row_block(model: Any, n_features: int, method: Method | None = None) -> int:

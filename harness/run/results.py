@@ -70,7 +70,7 @@ class RunResults:
         return self.cells[self.cells["status"] == "done"]
 
     def arrays(self, key: str) -> dict[str, np.ndarray | None]:
-        """values, std, base_values and sample_index of one cell."""
+        """values, std, base_values, sample_index and row_weights of one cell."""
         return self.store.cell_arrays(key)
 
     @cached_property
@@ -139,7 +139,8 @@ class RunResults:
         for position, (key, scope) in enumerate(zip(done["key"], done["scope"],
                                                     strict=True)):
             arrays = self.arrays(key)
-            summary = np.asarray(global_view(arrays["values"], scope), dtype=float)
+            summary = np.asarray(global_view(arrays["values"], scope, arrays["row_weights"]),
+                                 dtype=float)
             std = arrays["std"] if scope == "global" else None
             names.extend(self.feature_names(key))
             values.append(summary)

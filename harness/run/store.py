@@ -100,6 +100,7 @@ class Store:
         self._writer = create
         if create:
             self._guard(lambda: (self._conn.executescript(SCHEMA), self._conn.commit()))
+            self._add_missing_columns()
             self._write_ahead(True)
         else:
             self._guard(lambda: self._conn.execute("SELECT count(*) FROM cells").fetchone())
@@ -144,6 +145,21 @@ class Store:
             raise BadInputError(f"Cannot read the store {str(self.path)!r}: {exc}") from exc
         except (sqlite3.DatabaseError, ValueError, OSError, json.JSONDecodeError) as exc:
             raise self.damaged(exc) from exc
+
+    def _add_missing_columns(self) -> None:
+        """Give a store written before a result column existed that column (empty in its
+        rows, which read as before), so that this runner can write its cells."""
+        present = {row[1] for row in self._guard(
+            lambda: self._conn.execute("PRAGMA table_info(cells)").fetchall())}
+        missing = [(column, kind) for column, kind in CELL_COLUMNS.items()
+                   if column not in present]
+        def add() -> None:
+            with self._conn:
+                for column, kind in missing:
+                    self._conn.execute(f"ALTER TABLE cells ADD COLUMN {column} {kind}")
+
+        if missing:
+            self._guard(add)
 
     def _check_structure(self) -> None:
         """SQLite's ``quick_check`` (page structure, in time linear in the file): bytes
@@ -225,7 +241,7 @@ class Store:
         ).fetchall())
 
     def cell_arrays(self, key: str) -> dict[str, np.ndarray | None]:
-        """values, std, base_values and sample_index of one cell."""
+        """values, std, base_values, sample_index and row_weights of one cell."""
         result = self.cell_result(key)
         return {name: getattr(result, name) for name in ARRAY_COLUMNS}
 
