@@ -55,6 +55,13 @@ class ExplainData:
     progress: Callable[[float], None] | None = None
     n_outputs: int = 1
 
+    @property
+    def weighted(self) -> bool:
+        """Whether the rows carry weights that are not all equal (the support of an explicit
+        distribution that is not uniform on them)."""
+        weights = self.sample_weight
+        return weights is not None and weights.min() != weights.max()
+
     def row_block(self, start: int, stop: int) -> ExplainData:
         """Rows ``start:stop`` (views, not copies), with their targets and weights; no
         progress callback (the caller that splits the rows reports progress)."""
@@ -184,9 +191,8 @@ class Method:
                     f"{data.n_outputs} outputs: fit one model per output to use it.")
         if self.needs_y and data.y is None:
             return f"{self.name} needs the targets y of the explained rows; none were given."
-        weights = data.sample_weight
-        if (self.scope == "global" and self.weighted_rows is None and weights is not None
-                and weights.min() != weights.max()):
+        if self.scope == "global" and self.weighted_rows is None and data.weighted:
+            weights = data.sample_weight
             return (f"{self.name} treats the rows as equally likely, and these rows are "
                     f"weighted (the support of an explicit distribution, weights from "
                     f"{weights.min():.3g} to {weights.max():.3g}): it would estimate its "

@@ -88,6 +88,6 @@ class OOBMethod(LossMethod):
     def oob_inputs(self, model: Any, data: ExplainData) -> OOBInputs:
         """Check that ``data`` holds the training rows and pack everything for the kernels."""
         view = forest_view(model)
-        check_training_rows(view, data.X, data.y)
-        return OOBInputs(view=view, X32=view.rows(data.X),
-                         targets=target_codes(view.classes, data.y))
+        rows = view.rows(data.X)
+        check_training_rows(view, data.X, data.y, rows=rows)
+        return OOBInputs(view=view, X32=rows, targets=target_codes(view.classes, data.y))

@@ -11,6 +11,7 @@ the one-hot classes, in each leaf; class weights multiply the counts where they 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -95,15 +96,17 @@ def checked_trees(n_trees: int, most: int = TREES_CHECKED) -> np.ndarray:
 
 
 def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray,
-                        trees: np.ndarray | None = None) -> None:
+                        trees: np.ndarray | None = None,
+                        rows: np.ndarray | None = None) -> None:
     """Raise unless ``X, y`` are, in order, the rows the model of ``view`` was fitted on.
 
     Checks the row count, then recomputes the leaf values of each of ``trees`` (default
     :func:`checked_trees`) as count-weighted means of the in-bag targets and compares them
-    with the stored ones, under each weighting :func:`tree_fit_weights` allows for the
+    with the stored ones, under each weighting :func:`fit_weightings` allows for the
     model's ``class_weight``. Rows are routed as the model routes them (NaN included, by each
     node's missing-value direction), so a NaN in X matches the NaN the model was fitted on:
-    the check compares leaf values, never X itself.
+    the check compares leaf values, never X itself. ``rows``: X as ``view.rows`` codes it,
+    where the caller has it already.
     """
     inbag = view.inbag
     if X.shape[0] != inbag.n_samples:
@@ -115,12 +118,12 @@ def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray,
         raise BadInputError("The OOB methods need the training targets y; got none.")
     forest = view.packed
     targets = target_matrix(view, y)
-    rows = view.rows(X)
+    rows = view.rows(X) if rows is None else rows
+    weightings = fit_weightings(y, view.class_weight)
     for tree in checked_trees(inbag.n_trees) if trees is None else trees:
         leaves = apply_tree(forest, rows, int(tree))
         if not any(_leaf_values_match(forest, leaves, targets, weights, int(tree))
-                   for weights in tree_fit_weights(inbag.counts[:, tree], y,
-                                                   view.class_weight)):
+                   for weights in weightings(inbag.counts[:, tree])):
             # X's column names were checked against the fit before any method ran; a plain
             # array with its columns in another order cannot be told from other rows here
             raise BadInputError(
@@ -133,23 +136,27 @@ def check_training_rows(view: ForestView, X: np.ndarray, y: np.ndarray,
             )
 
 
-def tree_fit_weights(counts: np.ndarray, y: np.ndarray, class_weight: Any) -> list[np.ndarray]:
-    """The row weights a bagged tree with in-bag ``counts`` may have been grown with.
+def fit_weightings(y: np.ndarray,
+                   class_weight: Any) -> Callable[[np.ndarray], list[np.ndarray]]:
+    """The row weights a bagged tree with given in-bag counts may have been grown with, as a
+    function of the counts (what depends on ``y`` alone is computed once).
 
     Without ``class_weight``, the counts. With ``"balanced_subsample"``, the counts times the
     classes' balanced weights in the drawn sample. With ``"balanced"`` or a dict, either the
     counts (scikit-learn >= 1.9 draws the bootstrap with the class weights, so they are in
     the counts already) or the counts times the class weights of ``y`` (earlier releases).
     """
-    base = counts.astype(np.float64)
     if class_weight is None:
-        return [base]
+        return lambda counts: [counts.astype(np.float64)]
     from sklearn.utils.class_weight import compute_sample_weight
 
     if isinstance(class_weight, str) and class_weight == "balanced_subsample":
-        drawn = np.repeat(np.arange(len(counts)), counts)
-        return [base * compute_sample_weight("balanced", y, indices=drawn)]
-    return [base, base * compute_sample_weight(class_weight, y)]
+        def subsample(counts: np.ndarray) -> list[np.ndarray]:
+            drawn = np.repeat(np.arange(len(counts)), counts)
+            return [counts * compute_sample_weight("balanced", y, indices=drawn)]
+        return subsample
+    by_class = compute_sample_weight(class_weight, y)
+    return lambda counts: [counts.astype(np.float64), counts * by_class]
 
 
 def _leaf_values_match(forest, leaves: np.ndarray, targets: np.ndarray, weights: np.ndarray,

@@ -40,7 +40,14 @@ if TYPE_CHECKING:
 
 
 class ForestAdapter(Protocol):
-    """What a tree library's adapter tells the view about one fitted model."""
+    """What a tree library's adapter tells the view about one fitted model.
+
+    Two members are optional (:func:`harness.run.inputs.check_feature_names` reads them
+    where present; :class:`harness.forest.boosted.ParsedBoosterAdapter` has both):
+    ``booster_feature_names(model)``, the column names a model keeps of its fit outside
+    ``feature_names_in_`` (a raw booster's), and ``name_as_fitted(name)``, a column name as
+    the library stores it (LightGBM: spaces as underscores).
+    """
 
     library: str
     package: str  # the top-level module of the library's classes
@@ -106,7 +113,7 @@ class ForestView:
         Whether the trees were grown on bootstrap samples (out-of-bag rows exist).
     class_weight : None, str, dict or list of dict
         The model's ``class_weight`` (None: none): the trees may weight rows by class beyond
-        the in-bag counts (:func:`harness.forest.inbag.tree_fit_weights`).
+        the in-bag counts (:func:`harness.forest.inbag.fit_weightings`).
     output_unit : str
         What :meth:`output` (the mean over trees of the tree values) is: ``"probability"``
         (bagged classifiers), ``"prediction"`` (regressors), ``"margin"`` (boosted

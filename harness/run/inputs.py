@@ -95,8 +95,9 @@ def column_names(X: object) -> list[str] | None:
     return None
 
 
-def fitted_names(model: object) -> tuple[list[str] | None, str]:
-    """The feature names ``model`` was fitted on, in order, and where they come from.
+def fitted_names(model: object, adapter: object) -> tuple[list[str] | None, str]:
+    """The feature names ``model`` was fitted on, in order, and where they come from
+    (``adapter``: the model's, :func:`harness.forest.view.adapter_of`).
 
     ``feature_names_in_`` (set by scikit-learn when fitted on a frame with string names) comes
     first; else the names ``harness.fit_model`` records (it fits on arrays); else those a raw
@@ -109,7 +110,6 @@ def fitted_names(model: object) -> tuple[list[str] | None, str]:
     recorded = record.get("feature_names") if isinstance(record, dict) else None
     if recorded is not None and len(recorded) == getattr(model, "n_features_in_", -1):
         return [str(n) for n in recorded], "harness.fit_model"
-    adapter = adapter_of(model)
     booster_names = getattr(adapter, "booster_feature_names", None)
     names = booster_names(model) if booster_names is not None else None
     if names is not None:
@@ -176,11 +176,12 @@ def check_feature_names(model: object, X: object,
             raise BadInputError(f"feature_names must be X's column names when X has them: "
                                 f"X has {_show(given)}; got feature_names={_show(explicit)}.")
         given = explicit
-    expected, source = fitted_names(model)
+    adapter = adapter_of(model)
+    expected, source = fitted_names(model, adapter)
     kind = type(model).__name__
     if given is not None and expected is not None:
         # as the library stores them (LightGBM: spaces as underscores); labelled as given
-        as_fitted = getattr(adapter_of(model), "name_as_fitted", str)
+        as_fitted = getattr(adapter, "name_as_fitted", str)
         stored = [as_fitted(name) for name in given]
         if stored != expected:
             raise BadInputError(_names_mismatch(expected, stored, source,

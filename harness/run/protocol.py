@@ -81,8 +81,8 @@ def run_protocol(method: Method, model: Any, request: ExplainRequest, seed: int 
         block_rows = row_block(model, data.X.shape[1], method)
     result = method.explain(model, data, np.random.default_rng(seed),
                             block_rows=block_rows if method.rows_independent else None)
-    weights = data.sample_weight
-    if result.scope == "local" and weights is not None and weights.min() != weights.max():
+    if result.scope == "local" and data.weighted:
+        weights = data.sample_weight
         result.row_weights = (weights if result.sample_index is None
                               else weights[result.sample_index])
     return result
