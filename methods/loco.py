@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from sklearn.base import clone
 
@@ -35,6 +33,8 @@ class LOCO(LossMethod):
     fitted on, so each refit sees (K-1)/K of the model's own sample and the held-out test rows
     stay untouched, as for the OOB methods it is compared with. Any labelled rows are valid
     (cross-fitting never scores a refit on its own rows).
+    Rows with weights that are not all equal (the support of an explicit distribution) are
+    declined: the refits and the held-out means treat the rows as equally likely.
 
     ``groups`` (feature-name lists, disjoint) are left out together; every feature of a
     group carries the group's value (the result has one value per feature), features in no
@@ -52,6 +52,9 @@ class LOCO(LossMethod):
     family = "retrain"
     rows = "train"
     summary = "LOCO: refit without each feature (cross-fitted), increase of held-out loss"
+    # 2: rows with equal weights are explained (the uniform distribution on them), where any
+    # weights were declined; weights that differ are declined (Method.weighted_rows: None)
+    version = 2
     complexity = {"n": 1, "p": 1.5, "trees": 1, "depth": 1}
     # E L(Y, m_-g(X_-g)) >= E L(Y, m(X)) for the Bayes models of each loss offered, and
     # normalised it is at most 1 (m_-g is no worse than a constant)
@@ -66,14 +69,6 @@ class LOCO(LossMethod):
                         "features left out together (lists of feature names)"),
         "n_jobs": Param(1, (Interval(int, 1, None, "left"),), "threads for the refits"),
     }
-
-    def skip(self, model: Any, data: ExplainData) -> str | None:
-        reason = super().skip(model, data)
-        if reason is None and data.sample_weight is not None:
-            reason = ("loco refits the model on rows; weighted rows (an explicit "
-                      "distribution) would need the weights in every refit, which it does "
-                      "not pass.")
-        return reason
 
     def _explain(self, model, data: ExplainData, rng: np.random.Generator) -> Importances:
         view = forest_view(model)

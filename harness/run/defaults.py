@@ -2,7 +2,9 @@
 
 Both forests are grown with bootstrap, so that every method applies to every cell: the
 out-of-bag methods need out-of-bag rows, which ExtraTrees' default (no bootstrap) leaves none
-of. No cell of the default grid is skipped by design.
+of. The only cells skipped are on ``xor``, whose rows are its 8-row table with unequal
+weights (an explicit distribution): the global methods that treat rows as equally likely
+decline them (``Method.weighted_rows``), 9 methods on each forest.
 """
 
 from __future__ import annotations

@@ -171,9 +171,8 @@ def test_a_global_method_honours_weighted_rows_or_declines_them(name, xor_popula
     else:
         assert cls.weighted_rows in ("honoured", "irrelevant")
         harness.explain(name, model, ds.X, ds.y, sample_weight=ds.sample_weight, **params)
-    if name != "loco":  # loco refits without weights: it declines any weights
-        equal = harness.explain(name, model, ds.X, ds.y, seed=3, sample_weight=np.full(8, 2.0),
-                                **params)
-        if cls.weighted_rows != "honoured":
-            plain = harness.explain(name, model, ds.X, ds.y, seed=3, **params)
-            np.testing.assert_array_equal(equal.values, plain.values)
+    equal = harness.explain(name, model, ds.X, ds.y, seed=3, sample_weight=np.full(8, 2.0),
+                            **params)
+    if cls.weighted_rows != "honoured":
+        plain = harness.explain(name, model, ds.X, ds.y, seed=3, **params)
+        np.testing.assert_array_equal(equal.values, plain.values)
