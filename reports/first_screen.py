@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from harness.run.results import RunResults
@@ -20,6 +21,7 @@ from harness.run.results import RunResults
 from .accuracy import target_summary, target_table, truth_comparison
 from .base import FONT_PT, new_figure, png_min_font_px, save_figure, write_csv
 from .correlation import global_agreement, local_summary
+from .point_labels import place_point_labels
 from .summary import agreement_matrix, cost_table, trust_ranking
 from .timing import timing_table
 
@@ -100,8 +102,16 @@ def trust_html(ranking: pd.DataFrame) -> str:
 
 def cost_figure(table: pd.DataFrame, numbers: dict[str, int], colours: dict[str, str],
                 path: Path) -> Path | None:
+    """:func:`draw_cost_figure` saved to ``path`` (None where no method is scored)."""
+    figure = draw_cost_figure(table, numbers, colours)
+    return None if figure is None else save_figure(figure, path)
+
+
+def draw_cost_figure(table: pd.DataFrame, numbers: dict[str, int],
+                     colours: dict[str, str]) -> Figure | None:
     """Explain time / predict time (log) against precision, one numbered point per method
-    (the numbers of the agreement matrix), the Pareto front ringed and joined."""
+    (the numbers of the agreement matrix; no two overlap, :func:`place_point_labels`), the
+    Pareto front ringed and joined."""
     ratio = table["ratio_to_predict"].astype(float)
     data = table[np.isfinite(ratio) & (ratio > 0)
                  & np.isfinite(table["precision_relevant"].astype(float))]
@@ -109,14 +119,12 @@ def cost_figure(table: pd.DataFrame, numbers: dict[str, int], colours: dict[str,
         return None
     figure, axes = new_figure(width=3.55, height=3.0)
     ax = axes[0, 0]
+    size = {True: 60, False: 36}  # marker areas (pt^2): the Pareto front's are larger
     for _, row in data.iterrows():
         on_front = bool(row["pareto"])
-        ax.scatter(row["ratio_to_predict"], row["precision_relevant"], s=60 if on_front else 36,
+        ax.scatter(row["ratio_to_predict"], row["precision_relevant"], s=size[on_front],
                    color=colours.get(row["method"], "#444"), edgecolor="black",
                    linewidth=1.6 if on_front else 0.5, zorder=3)
-        ax.annotate(str(numbers.get(row["method"], "")),
-                    (row["ratio_to_predict"], row["precision_relevant"]), xytext=(0, 5),
-                    textcoords="offset points", ha="center", va="bottom", fontsize=FONT_PT)
     front = data[data["pareto"].astype(bool)].sort_values("ratio_to_predict")
     ax.step(front["ratio_to_predict"], front["precision_relevant"], where="post",
             color="black", linewidth=1, zorder=2, label="Pareto front (ringed)")
@@ -127,15 +135,22 @@ def cost_figure(table: pd.DataFrame, numbers: dict[str, int], colours: dict[str,
                   fontsize=FONT_PT)
     ax.set_ylabel("relevant-set precision", fontsize=FONT_PT)
     ax.tick_params(labelsize=FONT_PT)
-    low, high = ax.get_ylim()
-    ax.set_ylim(low, high + 0.08 * (high - low))  # room for the numbers of the top row
+    ax.margins(x=0.12, y=0.12)  # room for the labels of the outer points
+    ax.set_xlim(ax.get_xlim())  # final limits, from which the labels are placed
+    ax.set_ylim(ax.get_ylim())
+    place_point_labels(ax, data["ratio_to_predict"].astype(float).tolist(),
+                       data["precision_relevant"].astype(float).tolist(),
+                       [str(numbers.get(method, "")) for method in data["method"]],
+                       [np.sqrt(size[bool(on)]) for on in data["pareto"]], FONT_PT)
     missing = len(table) - len(data)
     if missing:
         ax.set_title(f"{missing} methods not scored (no ground truth or no timing)",
                      fontsize=FONT_PT, color="#555")
-    ax.legend(fontsize=FONT_PT, loc="center right")
+    # below the axes, where no label can fall
+    ax.legend(fontsize=FONT_PT, loc="upper center", bbox_to_anchor=(0.5, -0.3),
+              frameon=False)
     ax.grid(alpha=0.3)
-    return save_figure(figure, path)
+    return figure
 
 
 def build_first_screen(results: RunResults, out_dir: Path,
