@@ -119,12 +119,13 @@ def draw_cost_figure(table: pd.DataFrame, numbers: dict[str, int],
         return None
     figure, axes = new_figure(width=3.55, height=3.0)
     ax = axes[0, 0]
-    size = {True: 60, False: 36}  # marker areas (pt^2): the Pareto front's are larger
+    # marker areas (pt^2) and edges (pt): the Pareto front's are larger and ringed
+    size, edge = {True: 60, False: 36}, {True: 1.6, False: 0.5}
     for _, row in data.iterrows():
         on_front = bool(row["pareto"])
         ax.scatter(row["ratio_to_predict"], row["precision_relevant"], s=size[on_front],
                    color=colours.get(row["method"], "#444"), edgecolor="black",
-                   linewidth=1.6 if on_front else 0.5, zorder=3)
+                   linewidth=edge[on_front], zorder=3)
     front = data[data["pareto"].astype(bool)].sort_values("ratio_to_predict")
     ax.step(front["ratio_to_predict"], front["precision_relevant"], where="post",
             color="black", linewidth=1, zorder=2, label="Pareto front (ringed)")
@@ -141,7 +142,8 @@ def draw_cost_figure(table: pd.DataFrame, numbers: dict[str, int],
     place_point_labels(ax, data["ratio_to_predict"].astype(float).tolist(),
                        data["precision_relevant"].astype(float).tolist(),
                        [str(numbers.get(method, "")) for method in data["method"]],
-                       [np.sqrt(size[bool(on)]) for on in data["pareto"]], FONT_PT)
+                       [np.sqrt(size[bool(on)]) + edge[bool(on)] for on in data["pareto"]],
+                       FONT_PT)
     missing = len(table) - len(data)
     if missing:
         ax.set_title(f"{missing} methods not scored (no ground truth or no timing)",
