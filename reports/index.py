@@ -40,7 +40,8 @@ STYLE = """
 body { font-family: sans-serif; margin: 0; font-size: 14px; }
 nav { position: fixed; top: 0; left: 0; width: 150px; height: 100%; overflow-y: auto;
       background: #f5f5f7; border-right: 1px solid #ddd; padding: 10px; box-sizing: border-box; }
-nav a { display: block; color: #0645ad; text-decoration: none; margin: 3px 0; font-size: 13px; }
+nav a { display: block; color: #0645ad; text-decoration: none; margin: 3px 0; font-size: 13px;
+        overflow-wrap: anywhere; }  /* a long dataset label wraps, not clipped */
 main { margin-left: 160px; padding: 0 10px; max-width: 1230px; }
 h1 { font-size: 20px; margin: 10px 0 2px; } h2 { font-size: 17px; margin: 14px 0 6px; }
 .grid-line { margin: 0 0 8px; color: #333; }
