@@ -89,7 +89,8 @@ def trust_html(ranking: pd.DataFrame) -> str:
         rows.append(f"<tr><td class=\"rank\">{int(r['rank'])}</td>"
                     f"<td>{html.escape(r['method'])}</td>"
                     f"<td>{r['precision_relevant']:.2f}</td><td>{error}</td></tr>")
-    return ('<table class="table sortable"><tr><th>#</th><th>method</th>'
+    return ('<table class="table sortable"><tr><th title="by precision, then by the distance '
+            'to its own target">rank</th><th>method</th>'
             "<th>precision</th><th>off its own target</th></tr>"
             f"{''.join(rows)}</table>"
             '<p class="note">Precision (a fraction): the share of the top-|R| features by '
@@ -175,8 +176,9 @@ def build_first_screen(results: RunResults, out_dir: Path,
                       f'alt="explain time against relevant-set precision" '
                       f'data-min-font-px="{smallest:.2f}"></a>'
                       '<p class="note">One point per method, numbered as in the agreement '
-                      "matrix; ringed and joined: the methods that no other method beats in "
-                      "both time and precision (the Pareto front). Times are the explain "
+                      "matrix (not by the trust table's ranks); ringed and joined: the "
+                      "methods that no other method beats in both time and precision (the "
+                      "Pareto front). Times are the explain "
                       "call alone, in multiples of the forest's own predict on the same rows "
                       '(<a href="#section-timing">Timing</a>).</p>')
     panels = [("panel-relate", "How do they relate?", agreement_html(matrix, colours), files[0]),
