@@ -21,7 +21,8 @@ class RandomSubspace(SubspaceMethod):
 
     name = "rs"
     # 2: 'sampled more than L times' (strictly); per-draw importance and sampled counts
-    version = 2
+    # 3: weighted rows are grown on with their weights, where they were declined
+    version = 3
     summary = "random subspace: accumulated MDI of trees grown on q random features"
     complexity = {"n": 1, "p": 1, "trees": 0, "depth": 0}
     parameters = SUBSPACE_PARAMETERS

@@ -22,7 +22,8 @@ class SequentialRandomSubspace(SubspaceMethod):
 
     name = "srs"
     # 2: F follows the slides' step 2.3 (features are added and stay); L is strict
-    version = 2
+    # 3: weighted rows are grown on with their weights, where they were declined
+    version = 3
     summary = "sequential random subspace: RS seeded with the features found relevant"
     complexity = {"n": 1, "p": 1, "trees": 0, "depth": 0}
     parameters = {

@@ -127,12 +127,19 @@ def grow_subspace_trees(
     seed: int,
     keep_trees: bool = False,
     on_tree: Callable[[int, SubspaceResult, tuple], None] | None = None,
+    sample_weight: np.ndarray | None = None,
 ) -> SubspaceResult:
     """Grow T trees by RS (``alpha = 0``) or SRS and accumulate their MDI.
 
     ``on_tree(t, result, grown)`` is called after each tree with the running sums
     (importances not yet divided by T) and ``grown = (columns, probe source or -1, tree)``,
     e.g. to record convergence curves.
+
+    ``sample_weight`` (rows that are the support of an explicit distribution, weighted by
+    their probabilities) is given to every tree's fit, so that its impurities, and hence its
+    MDI, are those of the distribution; a probe column is then drawn from its source's
+    weighted marginal, independently of the rest of the row (a permutation would pair the
+    values with other rows' weights and change that marginal).
     """
     n, p = X.shape
     tree_class = ExtraTreeClassifier if classification else ExtraTreeRegressor
@@ -149,9 +156,11 @@ def grow_subspace_trees(
         probe_source = -1
         if settings.probe:
             probe_source = int(columns[rng.integers(columns.size)])
-            inputs = np.column_stack([inputs, X[rng.permutation(n), probe_source]])
+            probe_rows = (rng.permutation(n) if sample_weight is None
+                          else rng.choice(n, size=n, p=sample_weight / sample_weight.sum()))
+            inputs = np.column_stack([inputs, X[probe_rows, probe_source]])
         tree = tree_class(max_features=settings.max_features, random_state=tree_seeds[t],
-                          **extra).fit(inputs, y)
+                          **extra).fit(inputs, y, sample_weight=sample_weight)
         mdi = tree.tree_.compute_feature_importances(normalize=False)
         result.importances[columns] += mdi[:columns.size]
         result.sampled[columns] += 1
@@ -200,13 +209,21 @@ class GrowthCurve:
 
 def grow_with_curve(X: np.ndarray, y: np.ndarray, classification: bool,
                     settings: SubspaceSettings, seed: int, step: int,
-                    held_out: np.ndarray) -> tuple[SubspaceResult, GrowthCurve]:
+                    held_out: np.ndarray,
+                    sample_weight: np.ndarray | None = None
+                    ) -> tuple[SubspaceResult, GrowthCurve]:
     """Grow on the rows not in ``held_out`` and record the convergence curve of seed 004
     ("Experiments: protocol"): after every ``step`` trees, the accumulated importances so
     far, the size of F and the score of the trees grown so far on the ``held_out`` rows
     (accuracy of the summed ``predict_proba`` votes, or R² of the mean prediction; NaN
     without held-out rows). A tree's probe column on the held-out rows is a permutation of
-    its source column, as in training."""
+    its source column, as in training. ``sample_weight`` weights the rows grown on
+    (:func:`grow_subspace_trees`); it cannot go with held-out rows, which would take part of
+    the distribution's support away.
+    """
+    if sample_weight is not None and len(held_out):
+        raise ValueError("weighted rows (an explicit distribution's support) are grown on "
+                         "whole: hold no rows out.")
     learn = np.setdiff1d(np.arange(len(y)), held_out)
     X_test, y_test = X[held_out], y[held_out]
     vote_rng = np.random.default_rng([seed, 7])
@@ -233,7 +250,7 @@ def grow_with_curve(X: np.ndarray, y: np.ndarray, classification: bool,
         curve.held_out_score.append(_held_out_score(votes, y_test, t + 1, classes))
 
     result = grow_subspace_trees(X[learn], y[learn], classification, settings, seed,
-                                 on_tree=record)
+                                 on_tree=record, sample_weight=sample_weight)
     return result, curve
 
 

@@ -42,9 +42,15 @@ SUBSPACE_PARAMETERS: dict[str, Param] = {
 class SubspaceMethod(Method):
     """Base of the random-subspace selectors: they grow their own trees on the training
     rows (the forest passed in only lends its split criterion) and return the accumulated
-    MDI, with the selected set F in ``extra``."""
+    MDI, with the selected set F in ``extra``.
+
+    Weighted rows (an explicit distribution's support: the LED and XOR tables) are grown on
+    with their weights, so each tree's MDI is that of the distribution (with K = 1 and q = p,
+    Louppe et al. 2013, Thm 1, as T grows); they are grown on whole (``hold_out`` 0).
+    """
 
     scope: ClassVar[str] = "global"
+    weighted_rows: ClassVar[str | None] = "honoured"
     family: ClassVar[str] = "random subspace"
     needs_y: ClassVar[bool] = True
     rows: ClassVar[str | None] = "train"
@@ -57,6 +63,10 @@ class SubspaceMethod(Method):
         if reason is None and np.isnan(data.X).any() and not _extra_trees_grow_on_nan():
             reason = (f"{self.name} grows its own ExtraTrees on X, and this scikit-learn's "
                       "ExtraTree refuses NaN (it accepts missing values from 1.6 on)")
+        if reason is None and data.weighted and self.params["hold_out"] != 0:
+            reason = (f"{self.name} grows on weighted rows (an explicit distribution's "
+                      f"support) whole: hold_out={self.params['hold_out']!r} would take part "
+                      "of the support away; use hold_out=0.")
         return reason
 
     def settings(self, p: int, model: Any) -> SubspaceSettings:
@@ -81,8 +91,9 @@ class SubspaceMethod(Method):
                                 f"hold_out={self.params['hold_out']!r}.")
         held_out = np.sort(rng.choice(n, size=size, replace=False))
         step = self.params["curve_step"] or settings.n_trees
+        weights = data.sample_weight if data.weighted else None  # equal: as unweighted
         result, curve = grow_with_curve(data.X, data.y, data.task == "classification",
-                                        settings, seed, step, held_out)
+                                        settings, seed, step, held_out, weights)
         extra = {}
         if self.params["curve_step"]:
             extra["curve"] = {

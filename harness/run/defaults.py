@@ -4,7 +4,7 @@ Both forests are grown with bootstrap, so that every method applies to every cel
 out-of-bag methods need out-of-bag rows, which ExtraTrees' default (no bootstrap) leaves none
 of. The only cells skipped are on ``xor``, whose rows are its 8-row table with unequal
 weights (an explicit distribution): the global methods that treat rows as equally likely
-decline them (``Method.weighted_rows``), 9 methods on each forest.
+decline them (``Method.weighted_rows``), 7 methods on each forest.
 """
 
 from __future__ import annotations

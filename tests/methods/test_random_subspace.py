@@ -206,3 +206,40 @@ def test_importance_per_draw_divides_by_the_trees_that_drew_each_feature():
     expected = np.divide(totals, draws, out=np.zeros(12), where=draws > 0)
     np.testing.assert_allclose(result.importance_per_draw, expected, rtol=1e-12, atol=0)
     np.testing.assert_array_equal(result.sampled, draws)
+
+
+@pytest.fixture(scope="module")
+def xor_table():
+    ds = load_dataset("xor")  # the 8 rows with their probabilities (eps = 0.05)
+    model = ExtraTreesClassifier(10, criterion="entropy", random_state=0).fit(
+        ds.X, ds.y, sample_weight=ds.sample_weight)
+    return ds, model
+
+
+def test_rs_on_an_explicit_distribution_gives_louppes_thm1(xor_table):
+    # K = 1 and q = p: totally randomized trees grown on the XOR distribution itself, whose
+    # mean MDI is Thm 1 (Louppe et al. 2013): 0.262, 0.262, 0.476 bits (Geurts's example).
+    # A tree's MDI of a feature has sd at most 0.32 here (measured over 3000 trees), so the
+    # mean of 3000 has a standard error under 0.0058; 0.025 is 4.3 of them.
+    ds, model = xor_table
+    thm1 = ds.truth.quantities["thm1"].values
+    weighted = harness.explain("rs", model, ds.X, ds.y, sample_weight=ds.sample_weight,
+                               seed=0, n_trees=3000, q=1.0, max_features=1, probe=False)
+    np.testing.assert_allclose(weighted.values, thm1, atol=0.025)
+    # the same rows as equally likely are another distribution, where X3 is independent of Y
+    uniform = harness.explain("rs", model, ds.X, ds.y, seed=0, n_trees=3000, q=1.0,
+                              max_features=1, probe=False)
+    assert uniform.values[2] == 0.0 and abs(weighted.values[2] - thm1[2]) < 0.025
+
+
+@pytest.mark.parametrize("name", ["rs", "srs"])
+def test_equal_weights_grow_the_unweighted_trees_and_held_out_rows_are_refused(name,
+                                                                              xor_table):
+    ds, model = xor_table
+    plain = harness.explain(name, model, ds.X, ds.y, seed=4, n_trees=60)
+    equal = harness.explain(name, model, ds.X, ds.y, sample_weight=np.full(8, 0.3), seed=4,
+                            n_trees=60)
+    np.testing.assert_array_equal(equal.values, plain.values)
+    assert equal.extra["selected"] == plain.extra["selected"]
+    with pytest.raises(harness.MethodSkipped, match="hold_out=2 would take part"):
+        harness.explain(name, model, ds.X, ds.y, sample_weight=ds.sample_weight, hold_out=2)
