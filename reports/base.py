@@ -18,8 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from scipy import stats
 
-from harness.core.types import global_view
-from harness.run.results import RunResults
+from harness.run.results import RunResults, cell_global_view
 
 GROUP = ["dataset", "model", "seed"]
 FIGURE_DPI = 100
@@ -92,16 +91,13 @@ def done_cells(results: RunResults, scope: str | None = None) -> pd.DataFrame:
 
 
 def global_views(results: RunResults, cells: pd.DataFrame) -> dict[str, np.ndarray]:
-    """:func:`global_view` of each cell of ``cells`` (done cells), by key.
+    """:func:`harness.run.results.cell_global_view` of each cell of ``cells`` (done cells), by key.
 
     Computed from the stored arrays rather than ``importances_table``, which builds a wide
     per-feature frame that reports do not need.
     """
-    views = {}
-    for key, scope in zip(cells["key"], cells["scope"], strict=True):
-        arrays = results.arrays(key)
-        views[key] = global_view(arrays["values"], scope, arrays["row_weights"])
-    return views
+    return {key: cell_global_view(results.arrays(key), scope)
+            for key, scope in zip(cells["key"], cells["scope"], strict=True)}
 
 
 #: How a local method is marked among global views (it is summarised as mean |local|)

@@ -24,8 +24,7 @@ import pandas as pd
 from scipy import stats
 
 from harness.core import registry
-from harness.core.types import global_view
-from harness.run.results import RunResults
+from harness.run.results import RunResults, cell_global_view
 
 from .base import (
     ReportSection,
@@ -155,7 +154,7 @@ def importance_table(results: RunResults, cells: pd.DataFrame) -> pd.DataFrame:
     for _, cell in cells.iterrows():
         arrays = results.arrays(cell["key"])
         weights = arrays["row_weights"]
-        view = global_view(arrays["values"], cell["scope"], weights)
+        view = cell_global_view(arrays, cell["scope"])
         if cell["scope"] == "local" and weights is not None:
             # the rows are a distribution's support: the weighted mean's standard error,
             # over the effective number of rows (sum w)^2 / sum w^2
@@ -245,8 +244,7 @@ def local_dots(results: RunResults, cells: pd.DataFrame, context: RunContext) ->
         return pd.DataFrame()
     loaded = [(model, cell, results.arrays(cell["key"])) for model, cell in chosen]
     names = results.feature_names(chosen[0][1]["key"])
-    weight = np.mean([normalise_l1(global_view(arrays["values"], "local",
-                                               arrays["row_weights"]))
+    weight = np.mean([normalise_l1(cell_global_view(arrays, "local"))
                       for _, _, arrays in loaded], axis=0)
     order = np.argsort(-np.nan_to_num(weight, nan=-1.0), kind="stable")[:MAX_SWARM_FEATURES]
     frames = []

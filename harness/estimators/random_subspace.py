@@ -150,14 +150,16 @@ def grow_subspace_trees(
                             np.zeros(p, dtype=np.int64))
     nonzero = np.zeros(p, dtype=bool)
     extra = {} if settings.criterion is None else {"criterion": settings.criterion}
+    # a weighted support's probe draws: the rows' probabilities, computed once
+    probe_p = None if sample_weight is None else sample_weight / sample_weight.sum()
     for t in range(settings.n_trees):
         columns = _draw_columns(rng, p, settings, result.selected)
         inputs = X[:, columns]
         probe_source = -1
         if settings.probe:
             probe_source = int(columns[rng.integers(columns.size)])
-            probe_rows = (rng.permutation(n) if sample_weight is None
-                          else rng.choice(n, size=n, p=sample_weight / sample_weight.sum()))
+            probe_rows = (rng.permutation(n) if probe_p is None
+                          else rng.choice(n, size=n, p=probe_p))
             inputs = np.column_stack([inputs, X[probe_rows, probe_source]])
         tree = tree_class(max_features=settings.max_features, random_state=tree_seeds[t],
                           **extra).fit(inputs, y, sample_weight=sample_weight)

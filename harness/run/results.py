@@ -29,6 +29,13 @@ def _prefixed(params_json: str, prefix: str) -> dict:
             for k, v in params.items()}
 
 
+def cell_global_view(arrays: dict[str, np.ndarray | None], scope: str) -> np.ndarray:
+    """:func:`harness.core.types.global_view` of one stored cell (``arrays``: as
+    :meth:`RunResults.arrays` returns them), with its explained rows' weights where it has
+    them (a local method on a weighted support: the weighted mean |local|)."""
+    return np.asarray(global_view(arrays["values"], scope, arrays["row_weights"]), dtype=float)
+
+
 @dataclass
 class RunResults:
     """Everything stored in a run folder, opened read-only for reports."""
@@ -139,8 +146,7 @@ class RunResults:
         for position, (key, scope) in enumerate(zip(done["key"], done["scope"],
                                                     strict=True)):
             arrays = self.arrays(key)
-            summary = np.asarray(global_view(arrays["values"], scope, arrays["row_weights"]),
-                                 dtype=float)
+            summary = cell_global_view(arrays, scope)
             std = arrays["std"] if scope == "global" else None
             names.extend(self.feature_names(key))
             values.append(summary)
