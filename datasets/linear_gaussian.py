@@ -161,6 +161,76 @@ def linear_gaussian_shapley(coef: np.ndarray, rho: float, groups: int = 1) -> np
     return np.concatenate([equicorrelated_shapley(block, rho) for block in blocks])
 
 
+def conditional_completions(X: np.ndarray, keep: np.ndarray, rho: float, groups: int,
+                            normals: np.ndarray) -> np.ndarray:
+    """Rows that keep ``X``'s columns in ``keep`` and draw the others from their exact law
+    given them, X ~ N(0, Sigma) with Sigma :func:`block_equicorrelation`.
+
+    In a block of ``b`` features where ``k`` are kept with sum ``s``, the others are
+    Gaussian given them with mean ``rho s / (1 - rho + k rho)`` each and covariance
+    ``(1 - rho) (I + g 11')``, ``g = rho / (1 - rho + k rho)`` (Gaussian conditioning with
+    the equicorrelated inverse, Sherman-Morrison); a draw is ``sqrt(1 - rho) (e + d (1'e) 1)``
+    with ``d = (sqrt(1 + g m) - 1) / m`` for the ``m = b - k`` drawn features (the symmetric
+    square root of ``I + g 11'``), so every rho of the valid range (negative ones too) works.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, p)
+        The rows whose kept columns are conditioned on.
+    keep : ndarray of bool, shape (p,)
+        The set U kept.
+    rho, groups : float, int
+        The distribution (``groups`` contiguous blocks of ``p / groups`` features).
+    normals : ndarray of shape (n, r, p)
+        Standard normal draws, ``r`` completions per row (the caller's: the same draws for
+        every set give common random numbers).
+
+    Returns
+    -------
+    ndarray of shape (n, r, p)
+    """
+    n, p = X.shape
+    block = p // groups
+    kept = keep.reshape(groups, block)
+    k = kept.sum(axis=1).astype(float)  # (groups,)
+    sums = (X.reshape(n, groups, block) * kept).sum(axis=2)  # (n, groups)
+    denominator = 1.0 - rho + k * rho
+    mean = rho * sums / denominator
+    drawn = normals.reshape(n, -1, groups, block) * ~kept
+    m = np.maximum(block - k, 1.0)
+    shift = (np.sqrt(1.0 + rho / denominator * m) - 1.0) / m
+    noise = np.sqrt(1.0 - rho) * (drawn + (shift * drawn.sum(axis=3))[..., None])
+    completed = mean[:, None, :, None] + noise
+    rows = np.where(kept, X.reshape(n, 1, groups, block), completed)
+    return rows.reshape(n, -1, p)
+
+
+def conditional_variance(predict, X: np.ndarray, keep: np.ndarray, rho: float, groups: int,
+                         normals: np.ndarray) -> float:
+    """``Var(E[f(X) | X_U])`` by Monte Carlo under the block-equicorrelated law: the variance
+    over the rows of ``X`` (draws of the law) of the mean of ``f`` over ``r`` completions
+    (:func:`conditional_completions`), less the completions' own share, the mean of their
+    variance over ``r`` (so the estimate is unbiased; the closed form for ``f`` linear is
+    ``a_U' Sigma_UU^-1 a_U`` with ``a = Sigma coef``, :func:`equicorrelated_shapley`).
+
+    ``predict`` maps (m, p) rows to (m,) values (a fitted model's ``predict``); ``normals``
+    is (n, r, p) with r >= 2; ``keep`` empty gives 0 and ``keep`` full the variance of ``f``
+    over the rows.
+    """
+    if not keep.any():
+        return 0.0
+    if keep.all():
+        return float(np.var(predict(X), ddof=1))
+    n, r = normals.shape[:2]
+    if r < 2:
+        raise ValueError(f"normals must hold at least 2 completions per row (shape (n, r, p) "
+                         f"with r >= 2) to remove their own variance; got r = {r}.")
+    values = predict(conditional_completions(X, keep, rho, groups, normals)
+                     .reshape(n * r, -1)).reshape(n, r)
+    within = values.var(axis=1, ddof=1).mean() / r
+    return float(values.mean(axis=1).var(ddof=1) - within)
+
+
 def benard2022_params() -> dict[str, Any]:
     """Dataset parameters of the Sobol-MDA experiment of Bénard, Da Veiga & Scornet (2022).
 
