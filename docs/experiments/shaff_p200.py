@@ -17,11 +17,19 @@ two steps apart, on the page's p = 200 design (5 independent blocks of 40 at ρ 
     SHAFF (its defaults) on forests of other mtry (√p, p/3, p) and leaf sizes at the given n,
     summed by block, with the mean effect of X1's block-mates (exact 0.010) and of the weak
     signals (exact 0.015), and how many of the exact top five it shares: whether another
-    forest than the page's puts the weak signals above X1's block-mates.
+    forest than the page's puts the weak signals above X1's block-mates;
+``fitted``
+    the Shapley effects of the fitted forest's own function f under the exact input law,
+    v_f(U) = V(E[f(X) | X_U]) / V[Y] (Monte Carlo: fresh draws of X, their other columns
+    completed from the exact Gaussian conditionals, the same draws for every set), through
+    SHAFF's subset design and regression, beside SHAFF's on the same forest: what an exact
+    explainer of this forest's predictions would return, against SHAFF's projected forests
+    (which average in-bag Y over each projected cell instead of the forest's leaf values).
 
 Run from the repository root, e.g. ``python docs/experiments/shaff_p200.py game --n 3000``
 (seconds), ``... design --n 1000`` (about 3 minutes on 2 cores) or ``... forests --n 1000``
-(about 30 s per forest at 100 trees). It reads SHAFF's step 2
+(about 30 s per forest at 100 trees), ``... fitted --n 1000 --outer 500 --inner 8`` (about
+10 minutes on 2 cores for 4 batches of 4000 sets). It reads SHAFF's step 2
 directly, which a reproduction page may not (the targets' import contract).
 """
 
@@ -32,9 +40,16 @@ import argparse
 import numpy as np
 
 import harness
-from harness.datasets.linear_gaussian import block_equicorrelation
+from harness.datasets.linear_gaussian import block_equicorrelation, conditional_variance
+from harness.estimators.shaff import (
+    StreamedShapley,
+    design_of,
+    draw_until_converged,
+    kernel_subsets,
+)
 from harness.estimators.shaff import projected_game as shaff_game
 from harness.forest.inbag import target_matrix
+from harness.forest.packed import packed_output
 from harness.forest.view import forest_view
 from harness.reports.targets._shaff_blocks import page_forest
 from harness.reports.targets.benard2022_shaff import Setting
@@ -121,15 +136,73 @@ def run_forests(dataset, n_trees: int, seed: int, leaves: list[int]) -> None:
               f"up {result.extra['walked_up_share']:.0%}", flush=True)
 
 
+class FittedForestGame:
+    """v_f(U) = V(E[f(X) | X_U]) / V[Y] of the forest's predictions f, a game of
+    :class:`StreamedShapley` (one row: the game itself), by :func:`conditional_variance` on
+    ``n_outer`` fresh draws of X with ``n_inner`` completions each, the same draws for every
+    set (common random numbers: the sets' differences, which the effects are, carry less of
+    the Monte-Carlo noise than the values)."""
+
+    width = 1
+
+    def __init__(self, model, var_y: float, n_outer: int, n_inner: int, seed: int) -> None:
+        packed = forest_view(model).packed
+        self.predict = lambda rows: packed_output(packed, rows.astype(np.float32))[:, 0]
+        rng = np.random.default_rng(seed)
+        self.X = rng.multivariate_normal(np.zeros(P), block_equicorrelation(P, 0.9, 5),
+                                         size=n_outer)
+        self.normals = rng.standard_normal((n_outer, n_inner, P))
+        self.var_y = var_y
+
+    def __call__(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        values = [conditional_variance(self.predict, self.X, row, 0.9, 5, self.normals)
+                  for row in keep]
+        return np.array(values)[:, None] / self.var_y, np.zeros(len(keep))
+
+
+def effects_line(values: np.ndarray, truth: np.ndarray) -> str:
+    """X1, its block-mates, the weak signals and their block-mates, the block sums and the
+    exact top five shared."""
+    weak = np.arange(BLOCK, P, BLOCK)
+    weak_mates = np.setdiff1d(np.arange(BLOCK, P), weak)
+    shared = len(set(np.argsort(-values)[:5]) & set(np.argsort(-truth)[:5]))
+    return (f"X1 {values[0]:.4f}, X1's block-mates {values[1:BLOCK].mean():.4f}, weak signals "
+            f"{values[weak].mean():.4f}, their block-mates {values[weak_mates].mean():.4f}, "
+            f"block 1 {values[:BLOCK].sum():.3f}, blocks 2-5 {values[BLOCK:].sum():.3f}, top "
+            f"five {shared} of 5")
+
+
+def run_fitted(model, dataset, coef, n_outer: int, n_inner: int, seed: int) -> None:
+    truth = dataset.truth.quantities["shapley_effect"].values
+    var_y = float(coef @ block_equicorrelation(P, 0.9, 5) @ coef) / 0.9
+    shaff = np.asarray(harness.explain("shaff", model, dataset.X, dataset.y, seed=seed).values)
+    print(f"exact:  {effects_line(truth, truth)}")
+    print(f"SHAFF:  {effects_line(shaff, truth)}", flush=True)
+    game = FittedForestGame(model, var_y, n_outer, n_inner, seed + 1)
+    players = np.ones(P, dtype=bool)
+    stream = StreamedShapley(game, players)
+    rng = np.random.default_rng(seed)
+    error = draw_until_converged(
+        stream, lambda: design_of(players, kernel_subsets(P, 20 * P, rng)),
+        thresh=0.025, max_batches=4)
+    fitted = stream.terms().effects[:, 0]
+    print(f"fitted: {effects_line(fitted, truth)}; v_f(all) {float(stream.full[0]):.3f}, "
+          f"{stream.n_batches} batches, design error {error.std:.4f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=["game", "design", "forests"])
+    parser.add_argument("part", choices=["game", "design", "forests", "fitted"])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--trees", type=int, default=100)
     parser.add_argument("--min-samples-leaf", type=int, default=5)
     parser.add_argument("--leaves", type=int, nargs="*", default=[],
                         help="forests: these leaf sizes at mtry p/3 instead of the settings")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--outer", type=int, default=500,
+                        help="fitted: draws of X per set (Monte Carlo)")
+    parser.add_argument("--inner", type=int, default=8,
+                        help="fitted: completions of each draw per set")
     args = parser.parse_args()
     dataset, coef = design_data(args.n, args.seed)
     if args.part == "forests":
@@ -140,6 +213,8 @@ def main() -> None:
           f"{max(tree.get_depth() for tree in model.estimators_)}")
     if args.part == "game":
         run_game(model, dataset, coef)
+    elif args.part == "fitted":
+        run_fitted(model, dataset, coef, args.outer, args.inner, args.seed)
     else:
         run_design(model, dataset)
 
