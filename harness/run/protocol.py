@@ -9,6 +9,9 @@
    and checks the :class:`Importances` (scope, feature names). A ``rows_independent`` local
    method explains the rows in blocks of :func:`row_block` rows, so that its memory is the
    output, the forest and one block's temporaries (``ROW_BLOCK_BYTES``), whatever n.
+
+The model's fitted state is checked once per call (:func:`harness.forest.view.one_reading`):
+every later ``forest_view`` of it in the call returns that reading.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 from harness.core.errors import MethodSkipped, NotInstalledError
 from harness.core.method import MODEL_CAPABILITIES, Method
 from harness.core.types import Importances
-from harness.forest.view import forest_view
+from harness.forest.view import forest_view, one_reading
 from harness.run.compile import prepare_from_cache
 from harness.run.inputs import validate_explain_inputs
 
@@ -65,26 +68,27 @@ def run_protocol(method: Method, model: Any, request: ExplainRequest, seed: int 
     MethodSkipped
         When the method declines this model or data (the reason says why).
     """
-    data = validate_explain_inputs(model, request.X, request.y,
-                                   sample_weight=request.sample_weight, seed=seed,
-                                   feature_names=request.feature_names)
-    missing = method.missing_packages()
-    if missing:
-        raise NotInstalledError(f"{method.name} needs {', '.join(missing)}; install it with "
-                                f"{method.install_hint()}.")
-    reason = missing_capability(method, model) or method.skip(model, data)
-    if reason:
-        raise MethodSkipped(reason)
-    prepare_from_cache(type(method))
-    data.progress = progress
-    if method.rows_independent and block_rows is None:
-        block_rows = row_block(model, data.X.shape[1], method)
-    result = method.explain(model, data, np.random.default_rng(seed),
-                            block_rows=block_rows if method.rows_independent else None)
-    if result.scope == "local" and data.weighted:
-        weights = data.sample_weight
-        result.row_weights = (weights if result.sample_index is None
-                              else weights[result.sample_index])
+    with one_reading(model):  # nothing refits the model during one explain
+        data = validate_explain_inputs(model, request.X, request.y,
+                                       sample_weight=request.sample_weight, seed=seed,
+                                       feature_names=request.feature_names)
+        missing = method.missing_packages()
+        if missing:
+            raise NotInstalledError(f"{method.name} needs {', '.join(missing)}; install it with "
+                                    f"{method.install_hint()}.")
+        reason = missing_capability(method, model) or method.skip(model, data)
+        if reason:
+            raise MethodSkipped(reason)
+        prepare_from_cache(type(method))
+        data.progress = progress
+        if method.rows_independent and block_rows is None:
+            block_rows = row_block(model, data.X.shape[1], method)
+        result = method.explain(model, data, np.random.default_rng(seed),
+                                block_rows=block_rows if method.rows_independent else None)
+        if result.scope == "local" and data.weighted:
+            weights = data.sample_weight
+            result.row_weights = (weights if result.sample_index is None
+                                  else weights[result.sample_index])
     return result
 
 

@@ -89,3 +89,41 @@ def test_a_booster_refitted_in_place_is_read_again_and_its_reading_does_not_keep
     del booster
     gc.collect()
     assert gone() is None
+
+
+def test_one_explain_checks_the_fit_once_and_the_next_explain_sees_a_refit(data, monkeypatch):
+    """The explain protocol reads the view once per call (one_reading), not once per
+    forest_view call, and the pin ends with the call: a refit between two explains is read."""
+    from harness.forest.sklearn import SklearnForestAdapter
+
+    X, first, second = data
+    model = RandomForestRegressor(n_estimators=4, max_depth=4, random_state=0).fit(X, first)
+    signature = SklearnForestAdapter.trees_signature.__func__
+    reads = []
+
+    def counted(cls, fitted):
+        reads.append(fitted)
+        return signature(cls, fitted)
+
+    monkeypatch.setattr(SklearnForestAdapter, "trees_signature", classmethod(counted))
+    for method in ("saabas", "treeshap", "local_mdi"):
+        reads.clear()
+        harness.explain(method, model, X[:20])
+        assert reads == [model], method  # without the pin: 5 to 8 reads
+    model.fit(X, second)
+    _assert_adds_up_to_its_prediction(model, X)
+
+
+def test_a_pinned_reading_is_of_its_model_only(data):
+    from harness.forest.view import one_reading
+
+    X, first, second = data
+    model = RandomForestRegressor(n_estimators=4, max_depth=4, random_state=0).fit(X, first)
+    other = RandomForestRegressor(n_estimators=4, max_depth=4, random_state=1).fit(X, second)
+    with one_reading(model):
+        pinned = forest_view(model)
+        other.estimators_[0].fit(X, first)  # another model's refit is still seen
+        assert forest_view(other)._signature[0] is other.estimators_[0].tree_
+        assert forest_view(model) is pinned
+    model.fit(X, second)
+    assert forest_view(model) is not pinned
