@@ -77,7 +77,7 @@ class TreeSHAP(Method):
     row-independent tables (about 100 ns per node on this 2-core machine): on one row they
     are most of the time, so one row is explained at 0.4-1.8x shap's speed (breast cancer /
     RF 500: 0.36x, Friedman #1 / RF 300: 0.71x, digits / ExtraTrees K = 1: 1.76x), and ten
-    at 3-14x (measured session 55, one thread). Interventional: O(n T B L D) at
+    at 3-14x (measured on one thread). Interventional: O(n T B L D) at
     most for B background rows and L leaves (Lundberg et al. 2020, "Interventional Tree
     SHAP", is O(n T B L) walks of a row and a background row); here one walk of a tree for
     64 rows and 64 background rows enters only the nodes that a pair with no feature failed
