@@ -3,10 +3,12 @@
 numba compiles a kernel on one core, and a fresh environment has about a minute of kernels to
 compile (issue 22, part 1). The compilation of different kernels is independent, so the
 methods are shared among worker processes (``python -m harness.run.compile``, one per usable
-core), each of which runs the methods' ``prepare()`` and so writes every kernel it compiles to
-numba's cache (``cache=True``; ``NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside the
-sources). The calling process then runs ``prepare()`` itself and loads the kernels from that
-cache instead of compiling them.
+core). The first worker forgets the cached kernels of other sources than today's
+(:mod:`harness.run.kernel_sources`) before any worker compiles; then each runs the methods'
+``prepare()`` and so writes every kernel it compiles to numba's cache (``cache=True``;
+``NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside the sources). The calling process
+then runs ``prepare()`` itself and loads the kernels from that cache instead of compiling
+them.
 
 Two workers may write the same cache entry (a helper reached by two methods): numba writes
 each index and object file to a temporary name and renames it over the old one
@@ -39,6 +41,8 @@ from harness.run.first_import import MODE_VARIABLE
 _FRAMEWORK = "harness"
 #: Modules of shared low-level helpers, left out when grouping methods by their kernels.
 _SHARED = ("harness.forest", "harness.core")
+#: The worker's request to forget stale kernels, before the tasks (:func:`_serve_stdin`).
+_FORGET = "forget"
 
 
 @dataclass
@@ -208,11 +212,27 @@ def compile_in_processes(method_classes: Iterable[type], processes: int | None =
     worker_env = {**(os.environ if env is None else env), "NUMBA_NUM_THREADS": "1",
                   MODE_VARIABLE: "lazy"}
 
-    def serve() -> None:
+    forgotten = threading.Event()
+
+    def forget(worker: subprocess.Popen) -> None:
+        """The first worker forgets the stale kernels of every method, before any compiles."""
+        try:
+            worker.stdin.write(_FORGET + " " + " ".join(_target(c) for c in classes) + "\n")
+            worker.stdin.flush()
+            worker.stdout.readline()
+        except OSError:
+            pass  # a dead worker: its tasks report it; stale kernels stay stale, not fresh
+        finally:
+            forgotten.set()
+
+    def serve(first: bool) -> None:
         worker = subprocess.Popen([sys.executable, "-m", "harness.run.compile"],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, text=True, env=worker_env)
         try:
+            if first:
+                forget(worker)
+            forgotten.wait()
             while True:
                 with lock:
                     if not queue:
@@ -252,7 +272,8 @@ def compile_in_processes(method_classes: Iterable[type], processes: int | None =
 
     if on_progress is not None:
         on_progress(0, total, "")
-    threads = [threading.Thread(target=serve, daemon=True) for _ in range(processes)]
+    threads = [threading.Thread(target=serve, args=(index == 0,), daemon=True)
+               for index in range(processes)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -293,20 +314,48 @@ def _with_stack_room(function: Callable[[], None]) -> None:
     host(function)
 
 
-def _serve_stdin() -> None:
-    """Worker: read one ``module:qualname`` per line, run that class's ``prepare()`` (after
-    forgetting the cached kernels of other sources, and recording the sources of those it
-    compiled: :mod:`harness.run.kernel_sources`), answer one JSON line (``seconds`` or
-    ``error``)."""
+def _forget_stale_of(targets: list[str]) -> int:
+    """Forget the stale cached kernels (:func:`harness.run.kernel_sources.forget_stale`) of
+    every method of ``targets`` that imports (one that does not reports it in its task)."""
     from harness.core.registry import import_object
-    from harness.run.kernel_sources import forget_stale, record_sources
+    from harness.run.kernel_sources import forget_stale
+
+    dispatchers: set = set()
+    for target in targets:
+        try:
+            dispatchers |= _dispatchers(import_object(target))
+        except Exception:
+            continue
+    return forget_stale(dispatchers)
+
+
+def _serve_stdin() -> None:
+    """Worker: read one ``module:qualname`` per line, run that class's ``prepare()`` and
+    record the sources of the kernels it reaches (:mod:`harness.run.kernel_sources`), answer
+    one JSON line (``seconds`` or ``error``). A line ``forget <target> ...`` forgets the
+    stale kernels of those methods and answers ``forgotten``.
+
+    Forgetting is one step before every compile of a run (:func:`compile_in_processes`),
+    never part of a task: between a worker's compile of a shared helper and its record of
+    that helper's sources, the helper's entries have no record, so a sibling that forgot
+    stale kernels at the start of its own next task would empty them, and the record that
+    followed found nothing to vouch for; the next process found the cache cold and compiled
+    in a worker again (measured once in ``bench --cold``: tree SAGE's first call 3.95 s where
+    0.75 s is usual).
+    """
+    from harness.core.registry import import_object
+    from harness.run.kernel_sources import record_sources
 
     for line in sys.stdin:
         start, cpu = time.perf_counter(), time.process_time()
+        if line.startswith(_FORGET + " "):
+            answer = {"forgotten": _forget_stale_of(line.split()[1:])}
+            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.flush()
+            continue
         try:
             method_class = import_object(line.strip())
             dispatchers = _dispatchers(method_class)
-            forget_stale(dispatchers)
             method_class.prepare()
             record_sources(dispatchers)
             answer = {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}

@@ -20,9 +20,10 @@ Here each cached kernel gets a *sources record* beside numba's index: the SHA-25
 - the files of numba's index and of the cache entries it lists (size and modification time),
   so that the record vouches for exactly the code it was written with.
 
-A compile worker (:mod:`harness.run.compile`) forgets every kernel whose record is missing or
-does not match (:func:`forget_stale`), compiles, and writes the records
-(:func:`record_sources`); :func:`harness.run.compile.cache_is_warm` counts a kernel with a
+A compile run (:mod:`harness.run.compile`) first forgets every kernel whose record is missing
+or does not match (:func:`forget_stale`, once, before any of its workers compiles: a helper
+compiled and not yet recorded has no record either), then its workers compile and write the
+records (:func:`record_sources`); :func:`harness.run.compile.cache_is_warm` counts a kernel with a
 stale record as cold, so every path that loads kernels from the cache (the first import, the
 command line, ``harness.explain``) recompiles it first. Nothing here is unpickled: a record is
 one line of text.

@@ -4,6 +4,7 @@ imports from another file changes (numba alone would load the old code from its 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -114,3 +115,126 @@ print(float(is_stale(run)))
     for data in (tmp_path / "cache").rglob("kernel.run-*.nbc"):
         os.utime(data, (time.time() + 100, time.time() + 100))
     assert _run(code, tmp_path) == 1.0
+
+
+# Three methods on one shared cached helper, for two compile workers, whose steps are ordered
+# by marker files: ``slow`` compiles the helper, then waits until ``late`` has begun its task
+# on the other worker (after ``wait``, which waits for the helper's cache entry), and only
+# then records the sources.
+_SHARED_HELPER = """
+from numba import njit
+
+
+@njit(cache=True)
+def shared(x):
+    return x + 1.0
+"""
+_RACE_METHODS = {
+    # weight 2 (two kernels of its own): the first task, on the first worker
+    "marks.py": """
+import time
+from pathlib import Path
+
+MARKS = Path(__file__).parent / "marks"
+
+
+def wait_for(name):
+    for _ in range(1200):
+        if (MARKS / name).exists():
+            return
+        time.sleep(0.1)
+    raise TimeoutError(name)
+""",
+    "a_slow.py": """
+from numba import njit
+from racepkg.helper import shared
+from racepkg.marks import MARKS, wait_for
+
+
+@njit(cache=True)
+def own(x):
+    return x * 2.0
+
+
+class Slow:
+    name = "slow"
+
+    @classmethod
+    def prepare(cls):
+        shared(1.0)
+        own(1.0)
+        (MARKS / "shared_cached").touch()
+        wait_for("late_prepared")
+""",
+    # weight 1 each; "b_wait" sorts before "c_late", so the second worker takes it first
+    "b_wait.py": """
+from numba import njit
+from racepkg.marks import wait_for
+
+
+@njit(cache=True)
+def mine(x):
+    return x - 1.0
+
+
+class Wait:
+    name = "wait"
+
+    @classmethod
+    def prepare(cls):
+        mine(1.0)
+        wait_for("shared_cached")
+""",
+    "c_late.py": """
+from racepkg import helper
+from racepkg.marks import MARKS
+
+
+class Late:
+    name = "late"
+    kernel = helper.shared
+
+    @classmethod
+    def prepare(cls):
+        (MARKS / "late_prepared").touch()
+""",
+}
+
+
+def test_a_sibling_workers_task_does_not_forget_a_helper_compiled_but_not_yet_recorded(
+        tmp_path):
+    """Between a worker's compile of a shared helper and its record of the helper's sources,
+    the helper's cache entries have no record. A sibling worker that forgot stale kernels at
+    the start of its next task emptied them, and the record that followed found nothing to
+    vouch for, so the next process found the cache cold and compiled again (tree SAGE's
+    first call in ``bench --cold``, once). Forgetting is one step before every compile."""
+    package = tmp_path / "racepkg"
+    (package / "marks").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "helper.py").write_text(textwrap.dedent(_SHARED_HELPER))
+    for name, text in _RACE_METHODS.items():
+        (package / name).write_text(textwrap.dedent(text))
+    code = """
+import json, os
+from harness.run.compile import cache_is_warm, compile_in_processes, compile_tasks
+from harness.run.kernel_sources import cache_state
+from racepkg import helper
+from racepkg.a_slow import Slow
+from racepkg.b_wait import Wait
+from racepkg.c_late import Late
+classes = [Slow, Wait, Late]
+order = [[c.name for c in task] for task in compile_tasks(classes)]
+report = compile_in_processes(classes, processes=2)
+print(json.dumps({"order": order, "errors": report.errors, "state": cache_state(helper.shared),
+                  "warm": cache_is_warm(classes)}))
+"""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "HARNESS_COMPILE": "lazy",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["order"] == [["slow"], ["wait"], ["late"]]  # the steps the markers order
+    assert result["errors"] == {}
+    assert result["state"] == "fresh"
+    assert result["warm"] is True
