@@ -59,7 +59,7 @@ class MDATrainTest(LossMethod):
         # together, in blocks of at most half the packed forest (the kernels' memory bound)
         repeat_bytes = X32.size * (8 * forest.n_values + 4)
         block = int(np.clip(forest.nbytes // (2 * repeat_bytes), 1, n_repeats))
-        rows, ones = np.arange(len(X32)), np.ones(len(X32))
+        rows, ones = np.arange(len(X32)), np.ones(len(X32), dtype=np.int64)
         repeats = []
         for first in range(0, n_repeats, block):
             shift, base = held_out_permutation_pass(view.paths, X32, seed, first,

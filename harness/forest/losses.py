@@ -143,7 +143,7 @@ def loss_value(code, target, prediction):
     if code == MISCLASSIFICATION:
         # argmax, ties (within TIE_MARGIN) to the first class as a forest's predict() does (a
         # boosted binary model's predict() sends an exact 0 margin to the second class)
-        best, best_p = 0, _probability(link, prediction, 0, top, total)
+        best, best_p = 0, _probability(link, prediction, np.int64(0), top, total)
         for k in range(1, n_classes):
             p_k = _probability(link, prediction, k, top, total)
             if p_k > best_p + TIE_MARGIN:

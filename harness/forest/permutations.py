@@ -76,9 +76,9 @@ def keyed_permutation(seed: int, stream: int, a: int, b: int, n: int) -> np.ndar
     n : int
         Length of the permutation.
     """
-    out = np.empty(n, dtype=np.int64)
-    fill_keyed_permutation(seed, stream, a, b, out, np.empty(n, dtype=np.int64))
-    return out
+    out = np.empty(n, dtype=np.int32)  # as the kernels fill it: one signature
+    fill_keyed_permutation(seed, np.int64(stream), a, b, out, np.empty(n, dtype=np.int64))
+    return out.astype(np.int64)
 
 
 def draw_seed(rng: np.random.Generator) -> int:

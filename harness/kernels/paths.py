@@ -249,7 +249,7 @@ def _path_sums_tasks(kids, feature, threshold, missing, q, sign, offsets, refill
     for b in range(first_block, last_block):
         rows = np.arange(b * block, min(n, (b + 1) * block))
         _walk_rows(kids, feature, threshold, missing, q, column, sign, offsets, refill, X32, rows,
-                   out, True, no_ptr, no_class, no_values, no_prediction)
+                   out, np.bool_(True), no_ptr, no_class, no_values, no_prediction)
 
 
 def _path_sums(kids, feature, threshold, missing, q, sign, offsets, refill, X32,
@@ -293,8 +293,8 @@ def _saabas_class_tasks(kids, feature, threshold, missing, value_by_class, leaf_
         rows = np.arange(b * block, min(n, (b + 1) * block))
         if output == -1:
             _walk_rows(kids, feature, threshold, missing, value_by_class, chosen, 1.0,
-                       offsets[:guess_trees + 1], refill, X32, rows, out, False, leaf_ptr,
-                       leaf_class, leaf_value, prediction)
+                       offsets[:guess_trees + 1], refill, X32, rows, out, np.bool_(False),
+                       leaf_ptr, leaf_class, leaf_value, prediction)
             _argmax_rows(prediction, rows, chosen)
             for i in rows:
                 for k in range(width):
@@ -302,7 +302,8 @@ def _saabas_class_tasks(kids, feature, threshold, missing, value_by_class, leaf_
         for r in range(rows.size):
             guess[r] = chosen[rows[r]]
         _walk_rows(kids, feature, threshold, missing, value_by_class, chosen, 1.0, offsets,
-                   refill, X32, rows, out, True, leaf_ptr, leaf_class, leaf_value, prediction)
+                   refill, X32, rows, out, np.bool_(True), leaf_ptr, leaf_class, leaf_value,
+                   prediction)
         for i in rows:
             for k in range(width):
                 prediction[i, k] /= n_trees
@@ -316,7 +317,7 @@ def _saabas_class_tasks(kids, feature, threshold, missing, value_by_class, leaf_
                     for j in range(p):
                         out[rows[r], j] = 0.0
             _walk_rows(kids, feature, threshold, missing, value_by_class, chosen, 1.0, offsets,
-                       refill, X32, wrong[:n_wrong], out, True, leaf_ptr, leaf_class,
+                       refill, X32, wrong[:n_wrong], out, np.bool_(True), leaf_ptr, leaf_class,
                        leaf_value, no_prediction)
 
 

@@ -121,8 +121,8 @@ def _keyed_permutations(seed, first_repeat, n_repeats, p, n):
     picks = np.empty(n, dtype=np.int64)
     for r in range(n_repeats):
         for j in range(p):
-            fill_keyed_permutation(seed, STREAM_HELD_OUT, first_repeat + r, j, perms[r, j],
-                                   picks)
+            fill_keyed_permutation(seed, np.int64(STREAM_HELD_OUT), first_repeat + r, j,
+                                   perms[r, j], picks)
     return perms
 
 

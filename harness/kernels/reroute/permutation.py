@@ -110,7 +110,7 @@ def _oob_permutation_pass(left, right, feature, threshold, missing, value, offse
     oob_total = np.zeros((n_kept, n_values))
     n_oob = np.zeros(n_kept, dtype=np.int64)
     rows_buffer = np.empty(n, dtype=np.int64)
-    perm = np.empty(n, dtype=np.int64)
+    perm = np.empty(n, dtype=np.int32)
     picks = np.empty(n, dtype=np.int64)
     for t in range(n_trees):
         start = offsets[t]
@@ -133,7 +133,7 @@ def _oob_permutation_pass(left, right, feature, threshold, missing, value, offse
         for j in range(p):
             if bucket[j + 1] == bucket[j]:
                 continue
-            fill_keyed_permutation(seed, STREAM_OOB, t, j, perm[:m], picks)
+            fill_keyed_permutation(seed, np.int64(STREAM_OOB), t, j, perm[:m], picks)
             total = 0.0
             for k in order[bucket[j]:bucket[j + 1]]:
                 a = pair_row[k]

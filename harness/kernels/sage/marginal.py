@@ -67,7 +67,8 @@ def _spread(left, right, feature, threshold, missing_left, value, directions, st
                     totals[last_step + 1, c] += value[at, c] * count
             continue
         if feature[at] == j:
-            cut = count_below(table, 0, table.size, threshold[at])  # x_j <= cut: cells <= cut
+            # x_j <= cut: cells <= cut
+            cut = count_below(table, np.int64(0), table.size, threshold[at])
             nan_left = missing_left[at] != 0
             children = ((left[at], low, min(high, cut), held, nan and nan_left),
                         (right[at], max(low, cut + 1), high, held, nan and not nan_left))
@@ -107,7 +108,7 @@ def marginal_tables(left, right, feature, threshold, missing_left, value, offset
     for t in range(n_trees):
         for word in range(directions.shape[1]):
             _spread(left, right, feature, threshold, missing_left, value, directions,
-                    offsets[t], word, n_background, -1, nothing, t, t, base, stack)
+                    offsets[t], word, n_background, np.int64(-1), nothing, t, t, base, stack)
             for j in range(p):
                 index = t * p + j
                 _spread(left, right, feature, threshold, missing_left, value, directions,
@@ -197,7 +198,8 @@ def _marginal_tasks(left, right, feature, threshold, missing_left, value, offset
             for q in range(first, last):
                 column, x = columns[q], X32[rows[q]]
                 steps[q, 0] += base[t, column]
-                single = table_value(tables, t * p + perms[q, 0], x[perms[q, 0]], column)
+                single = table_value(tables, t * p + perms[q, 0], np.float64(x[perms[q, 0]]),
+                                     column)
                 steps[q, 1] += single - base[t, column]
                 steps[q, 2] -= single
                 if p < 2:

@@ -298,7 +298,7 @@ def _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, fir
             first_feature = perms[first + q, 0]
             curves[first + q, 0] += value[start, cols[q]]
             curves[first + q, 1] += table_value(tables, t * p + first_feature,
-                                                 xs[q, first_feature], cols[q])
+                                                 np.float64(xs[q, first_feature]), cols[q])
         if p >= 2:
             _walk_tree(tree, start, pairs, work, stack, lanes, full)
     for q in range(n_q):

@@ -120,7 +120,7 @@ def argsort_into(keys, order):
         _sift_down(keys, order, root, n)
     for end in range(n - 1, 0, -1):
         order[0], order[end] = order[end], order[0]
-        _sift_down(keys, order, 0, end)
+        _sift_down(keys, order, np.int64(0), end)
 
 
 @njit(cache=True)
@@ -294,7 +294,7 @@ def _singleton_sums_tasks(tables, X32, columns, n_trees, out, first_task, last_t
     of ``out`` (p, n)."""
     cuts, cut_start, steps, step_start = tables
     n, p = X32.shape
-    column = np.empty(n, dtype=X32.dtype)
+    column = np.empty(n)  # float64, as the cuts argsort_into sorts: one signature
     order = np.empty(n, dtype=np.int64)
     for j in range(first_task, last_task):
         for i in range(n):
