@@ -272,11 +272,9 @@ def _group_shift(left, right, kids, feature, threshold, missing, value, offsets,
             for k in out_order[out_bucket[j]:out_bucket[j + 1]]:
                 a = out_row[k]
                 row = rows_out[a]
-                # a literal 0 (see harness.kernels): this hot call's own copy, with the offset
-                # folded away, ran Sobol-MDA's C case about 10 % faster
                 n_levels = _dropped_level_keys(left, right, kids, split_on, threshold, missing,
                                                start, X, row, out_node[k], j, hashes,
-                                               frontier, keys, 0)  # specialise: literal
+                                               frontier, keys, np.int64(0))
                 chosen, _ = deepest_shared_slot(table_keys, table_stamp, generation, mask, keys,
                                                 n_levels)
                 leaf = start + out_leaf[a]
