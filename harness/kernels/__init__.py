@@ -14,8 +14,8 @@ callees. Calls between kernels pass ``np.int64(0)``, ``np.bool_(True)`` instead,
 arrays of one argument share a dtype: that took the compile of every method's kernels from
 59 to 46-48 s of CPU (tree SAGE's, which walks Saabas's paths for both values of a flag, from
 26.5 to 19-20 s), with the same bits and speed (Sobol-MDA's out-of-bag key walk, the one
-call where a folded constant looked faster, ran at 1.31-1.59 s on Friedman #1 / RF 300 with a
-literal and 1.27-1.65 s without). A copy kept on purpose would be marked
+call where a folded constant looked faster, ran at 1.27-1.65 s on Friedman #1 / RF 300 with a
+literal and 1.31-1.59 s without). A copy kept on purpose would be marked
 ``# specialise: literal`` on the call's last line; ``tests/kernels/test_one_copy_per_kernel.py``
 holds every other call to the rule.
 
