@@ -51,25 +51,25 @@ from harness.estimators.shaff import projected_game as shaff_game
 from harness.forest.inbag import target_matrix
 from harness.forest.packed import packed_output
 from harness.forest.view import forest_view
-from harness.reports.targets._shaff_blocks import page_forest
+from harness.reports.targets._shaff_blocks import PAGE_NOISE, page_forest
 from harness.reports.targets.benard2022_shaff import Setting
 
-P, BLOCK = 200, 40
+P, BLOCK, RHO = 200, 40, 0.9
 
 
 def design_data(n: int, seed: int):
-    """The page's p = 200 data set (``Setting(200, 0.9)``) and its coefficients."""
+    """The page's p = 200 data set (``Setting(200, RHO)``) and its coefficients."""
     coef = np.zeros(P)
     coef[0] = 2.0
     coef[BLOCK::BLOCK] = 1.0
-    return Setting(P, 0.9).dataset(seed, n_samples=n), coef
+    return Setting(P, RHO).dataset(seed, n_samples=n), coef
 
 
 def exact_game(keep: np.ndarray, coef: np.ndarray) -> np.ndarray:
     """v(U) by Gaussian conditioning, one linear solve per set and block."""
-    sigma = block_equicorrelation(P, 0.9, 5)
+    sigma = block_equicorrelation(P, RHO, 5)
     a = sigma @ coef
-    var_y = float(coef @ a) / 0.9
+    var_y = float(coef @ a) / (1.0 - PAGE_NOISE)  # Var(Y) = Var(m(X)) / (1 - noise share)
     values = np.zeros(len(keep))
     for i, row in enumerate(keep):
         for block in np.split(np.arange(P), 5):
@@ -149,13 +149,13 @@ class FittedForestGame:
         packed = forest_view(model).packed
         self.predict = lambda rows: packed_output(packed, rows.astype(np.float32))[:, 0]
         rng = np.random.default_rng(seed)
-        self.X = rng.multivariate_normal(np.zeros(P), block_equicorrelation(P, 0.9, 5),
+        self.X = rng.multivariate_normal(np.zeros(P), block_equicorrelation(P, RHO, 5),
                                          size=n_outer)
         self.normals = rng.standard_normal((n_outer, n_inner, P))
         self.var_y = var_y
 
     def __call__(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        values = [conditional_variance(self.predict, self.X, row, 0.9, 5, self.normals)
+        values = [conditional_variance(self.predict, self.X, row, RHO, 5, self.normals)
                   for row in keep]
         return np.array(values)[:, None] / self.var_y, np.zeros(len(keep))
 
@@ -174,7 +174,7 @@ def effects_line(values: np.ndarray, truth: np.ndarray) -> str:
 
 def run_fitted(model, dataset, coef, n_outer: int, n_inner: int, seed: int) -> None:
     truth = dataset.truth.quantities["shapley_effect"].values
-    var_y = float(coef @ block_equicorrelation(P, 0.9, 5) @ coef) / 0.9
+    var_y = float(coef @ block_equicorrelation(P, RHO, 5) @ coef) / (1.0 - PAGE_NOISE)
     shaff = np.asarray(harness.explain("shaff", model, dataset.X, dataset.y, seed=seed).values)
     print(f"exact:  {effects_line(truth, truth)}")
     print(f"SHAFF:  {effects_line(shaff, truth)}", flush=True)
