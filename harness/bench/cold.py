@@ -129,9 +129,12 @@ def run_cold(methods: list[str] | None = None, processes: int | None = None,
     -------
     table : DataFrame
         One row per method: ``compile_seconds`` (its share of (a)), ``first_call_wall``,
-        ``first_call_cpu`` and ``warm_wall`` (b), ``empty_cache_wall`` and
+        ``first_call_cpu``, ``warm_wall`` and ``first_call_extra`` (b; the last, first minus
+        warm, is what the first call costs beyond the method's own work: the kernels'
+        load, first imports, caches filled), ``empty_cache_wall`` and
         ``empty_cache_cpu`` (c), ``meets`` (c within :data:`TARGET_SECONDS`),
-        ``meets_after_compile`` (b within it) and ``note`` (an error, if any).
+        ``meets_after_compile`` (b within it), ``extra_meets`` (b's extra within it) and
+        ``note`` (an error, if any).
     summary : dict
         ``compile_wall`` (seconds of (a)), ``processes``, ``compile_work`` and
         ``compile_cpu`` (Σ of the methods' wall and CPU seconds in their workers), with
@@ -185,6 +188,8 @@ def run_cold(methods: list[str] | None = None, processes: int | None = None,
             table[column] = "" if column == "note" else float("nan")
     table["note"] = table["note"].fillna("")
     table["meets_after_compile"] = table["first_call_wall"] <= TARGET_SECONDS
+    table["first_call_extra"] = table["first_call_wall"] - table["warm_wall"]
+    table["extra_meets"] = table["first_call_extra"] <= TARGET_SECONDS
     if empty_cache:
         table["meets"] = table["empty_cache_wall"] <= TARGET_SECONDS
     summary = {"compile_wall": report.seconds, "processes": report.processes,
