@@ -24,10 +24,12 @@ number of compiled functions their modules hold.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -35,6 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from harness.core.cores import usable_cores
+from harness.run import first_import
 from harness.run.first_import import MODE_VARIABLE
 
 #: Packages whose modules are searched for kernels (a plugin's own package is added).
@@ -131,22 +134,93 @@ def _entry_dispatchers(method_class: type) -> set:
     return {d for d in own if d.py_func.__name__ not in called}
 
 
+def _kernel_name(dispatcher) -> str:
+    return f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__qualname__}"
+
+
+def _unused_path(method_class: type) -> str:
+    """The file in which a compile records the entry kernels that ``method_class``'s
+    ``prepare()`` left uncompiled (:func:`record_unused_entries`)."""
+    name = hashlib.sha256(_target(method_class).encode()).hexdigest()[:20]
+    return os.path.join(first_import.stamp_folder(), "harness-kernels-unused", f"{name}.json")
+
+
+def _unused_key(method_class: type) -> str:
+    """What the record of :func:`_unused_path` holds for: every built-in kernel source
+    (:func:`harness.run.first_import._fingerprint`) and the files of the method's classes
+    (a plugin's own module), by path, size and modification time."""
+    parts = [first_import._fingerprint()]
+    for cls in method_class.__mro__:
+        path = getattr(sys.modules.get(cls.__module__), "__file__", None)
+        if path and os.path.isfile(path):
+            stat = os.stat(path)
+            parts.append(f"{path}:{stat.st_size}:{stat.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def record_unused_entries(method_class: type) -> None:
+    """Record, after ``method_class.prepare()`` ran in this process, the entry kernels its
+    modules reach that numba's cache still lacks: its warm-up does not call them, so a
+    compile can never fill them for it.
+
+    The reach of :func:`_dispatchers` goes by modules, and a module serves more than one
+    method: LOCO's base class lives beside the OOB methods' and so reaches their
+    permutation pass, which LOCO never calls. Without this record, a cache filled by
+    compiling such a method alone stayed cold for it for good, and each later process sent
+    its first call to a compile worker that had nothing to do (LOCO: 2.3 s of a 4.8 s first
+    call). A JSON file, written atomically; one that cannot be written only costs that
+    worker."""
+    from harness.run.kernel_sources import cache_state
+
+    unused = sorted(_kernel_name(d) for d in _entry_dispatchers(method_class)
+                    if cache_state(d) == "empty")
+    path = _unused_path(method_class)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), delete=False,
+                                         encoding="utf-8") as record:
+            json.dump({"method": _target(method_class), "key": _unused_key(method_class),
+                       "unused": unused}, record)
+        os.replace(record.name, path)
+    except OSError:
+        pass
+
+
+def _unused_entries(method_class: type) -> set[str]:
+    """The kernels :func:`record_unused_entries` recorded for ``method_class``, if the record
+    is for today's sources (else none: every entry must then be in the cache)."""
+    try:
+        with open(_unused_path(method_class), encoding="utf-8") as file:
+            record = json.load(file)
+        if record.get("key") == _unused_key(method_class):
+            return {name for name in record.get("unused", []) if isinstance(name, str)}
+    except (OSError, ValueError, AttributeError):
+        pass
+    return set()
+
+
 def cache_is_warm(method_classes: Iterable[type]) -> bool:
     """True when every kernel entry point of the methods' own kernel modules
     (:func:`_entry_dispatchers`; the shared helpers of ``harness.forest`` are compiled with
     them) has an entry in numba's cache index for its current source (numba's own test: the
     index records a SHA-256 of the source file, and the index of another source is
-    discarded, numba 0.68 ``_hash_source_file``), and no kernel the methods reach holds code
-    of other sources than today's: numba does not see an edited callee in another file
-    (:mod:`harness.run.kernel_sources`)."""
+    discarded, numba 0.68 ``_hash_source_file``), unless the method's own compile for these
+    sources left it uncompiled (:func:`record_unused_entries`), and no kernel the methods
+    reach holds code of other sources than today's: numba does not see an edited callee in
+    another file (:mod:`harness.run.kernel_sources`)."""
     from harness.run.kernel_sources import cache_state
 
     for method_class in method_classes:
         entries = _entry_dispatchers(method_class)
+        unused = None
         for dispatcher in _dispatchers(method_class):
             state = cache_state(dispatcher)  # an unreadable index counts as empty
-            if state == "stale" or (state == "empty" and dispatcher in entries):
+            if state == "stale":
                 return False
+            if state == "empty" and dispatcher in entries:
+                unused = _unused_entries(method_class) if unused is None else unused
+                if _kernel_name(dispatcher) not in unused:
+                    return False
     return True
 
 
@@ -176,6 +250,16 @@ def prepare_from_cache(method_class: type) -> None:
                 compile_in_processes([method_class], processes=1)
             _PREPARED.add(method_class)
     method_class.prepare()
+
+
+def _read_answer(worker: subprocess.Popen) -> str:
+    """The worker's next answer (a JSON object on one line), or "" once it has exited; other
+    lines on its stdout are skipped (numba prints there under ``NUMBA_DEBUG_CACHE``, which
+    made the answer unreadable and the compile thread fail)."""
+    while True:
+        line = worker.stdout.readline()
+        if not line or line.startswith("{"):
+            return line
 
 
 def compile_in_processes(method_classes: Iterable[type], processes: int | None = None,
@@ -219,7 +303,7 @@ def compile_in_processes(method_classes: Iterable[type], processes: int | None =
         try:
             worker.stdin.write(_FORGET + " " + " ".join(_target(c) for c in classes) + "\n")
             worker.stdin.flush()
-            worker.stdout.readline()
+            _read_answer(worker)
         except OSError:
             pass  # a dead worker: its tasks report it; stale kernels stay stale, not fresh
         finally:
@@ -251,7 +335,7 @@ def compile_in_processes(method_classes: Iterable[type], processes: int | None =
                         try:
                             worker.stdin.write(_target(method_class) + "\n")
                             worker.stdin.flush()
-                            line = worker.stdout.readline()
+                            line = _read_answer(worker)
                         except OSError:
                             line = ""
                     alive = bool(line)
@@ -336,7 +420,8 @@ def _forget_stale_of(targets: list[str]) -> int:
 
 def _serve_stdin() -> None:
     """Worker: read one ``module:qualname`` per line, run that class's ``prepare()`` and
-    record the sources of the kernels it reaches (:mod:`harness.run.kernel_sources`), answer
+    record the sources of the kernels it reaches (:mod:`harness.run.kernel_sources`) and the
+    entries it left uncompiled (:func:`record_unused_entries`), answer
     one JSON line (``seconds`` or ``error``). A line ``forget <target> ...`` forgets the
     stale kernels of those methods and answers ``forgotten``.
 
@@ -364,6 +449,7 @@ def _serve_stdin() -> None:
             dispatchers = _dispatchers(method_class)
             method_class.prepare()
             record_sources(dispatchers)
+            record_unused_entries(method_class)
             answer = {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}
         except Exception as exc:  # the parent's own prepare() reports it again, in context
             answer = {"error": f"{type(exc).__name__}: {exc}"}

@@ -104,11 +104,17 @@ def _fingerprint() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+def stamp_folder() -> str:
+    """Where the harness keeps what it knows of numba's cache (the stamp of a complete
+    compile, what each method's compile left uncompiled): ``NUMBA_CACHE_DIR``, else the
+    ``harness`` package's ``__pycache__``."""
+    return os.environ.get("NUMBA_CACHE_DIR") or os.path.join(_PACKAGE_DIR, "__pycache__")
+
+
 def _stamp_path() -> str:
-    """Where a complete compile leaves the :func:`_fingerprint` it compiled:
-    ``NUMBA_CACHE_DIR``, else the ``harness`` package's ``__pycache__``."""
-    folder = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(_PACKAGE_DIR, "__pycache__")
-    return os.path.join(folder, "harness-kernels-compiled.txt")
+    """Where a complete compile leaves the :func:`_fingerprint` it compiled
+    (:func:`stamp_folder`)."""
+    return os.path.join(stamp_folder(), "harness-kernels-compiled.txt")
 
 
 def _read_stamp() -> str:

@@ -126,6 +126,44 @@ def test_concurrent_workers_fill_the_cache_and_a_fresh_process_only_loads(tmp_pa
     assert loaded == {"warm": True, "hits": 1, "misses": 0}
 
 
+_CHECK_PARTIAL = """
+import json
+from harness.run.compile import cache_is_warm
+from tests._support.partial_warm_up_method import PartialWarmUp
+print(json.dumps({"warm": cache_is_warm([PartialWarmUp])}))
+"""
+
+
+def test_an_entry_the_warm_up_never_calls_leaves_the_cache_warm_after_its_compile(tmp_path):
+    """A method's module may hold an entry kernel that its warm-up never calls (LOCO reaches
+    the OOB methods' permutation pass). Once the method's own compile has run, a fresh process
+    finds the cache warm for it, so its first call starts no compile worker (which would
+    compile nothing: before the record of unused entries, every process did, LOCO's first
+    call 4.8 s where the method alone takes 2.5 s); and the record holds only for the sources
+    it was made for: with other kernel sources, the cache is cold again."""
+    from tests._support.partial_warm_up_method import PartialWarmUp
+
+    cache = str(tmp_path / "numba")
+    assert _python(_CHECK_PARTIAL, cache)["warm"] is False
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
+    report = compile_in_processes([PartialWarmUp], 1, env=env)
+    assert set(report.methods) == {"partial_warm_up"} and not report.errors
+    assert _python(_CHECK_PARTIAL, cache)["warm"] is True
+    other_sources = _CHECK_PARTIAL.replace(
+        "from harness.run.compile", "from harness.run import first_import\n"
+        "first_import._fingerprint = lambda: 'other sources'\nfrom harness.run.compile")
+    assert _python(other_sources, cache)["warm"] is False
+
+
+def test_the_compile_reads_its_workers_answers_past_numbas_debug_lines(tmp_path):
+    """Under NUMBA_DEBUG_CACHE numba prints to the compile worker's stdout, the channel of its
+    answers: they are still read (the compile thread failed on the first such line)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "PYTHONPATH": str(ROOT),
+           "NUMBA_DEBUG_CACHE": "1"}
+    report = compile_in_processes([TinyKernel], 1, env=env)
+    assert set(report.methods) == {"tiny_kernel"} and not report.errors
+
+
 def test_one_signature_per_kernel_whatever_the_rows_layout():
     """TreeSHAP, local MDI and Saabas on rows given as C or Fortran order, float32, read-only
     or a strided view, through ``harness.explain`` and straight to the kernels' boundary
