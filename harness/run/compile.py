@@ -6,9 +6,10 @@ methods are shared among worker processes (``python -m harness.run.compile``, on
 core). The first worker forgets the cached kernels of other sources than today's
 (:mod:`harness.run.kernel_sources`) before any worker compiles; then each runs the methods'
 ``prepare()`` and so writes every kernel it compiles to numba's cache (``cache=True``;
-``NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside the sources). The calling process
-then runs ``prepare()`` itself and loads the kernels from that cache instead of compiling
-them.
+``NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside the sources), with the record of
+the entry kernels that method's warm-up leaves uncompiled (:func:`record_unused_entries`).
+The calling process then runs ``prepare()`` itself and loads the kernels from that cache
+instead of compiling them.
 
 Two workers may write the same cache entry (a helper reached by two methods): numba writes
 each index and object file to a temporary name and renames it over the old one
