@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,8 +87,8 @@ class TreeSHAP(Method):
     name = "treeshap"
     scope = "local"
     family = "shapley"
-    # shap only for backend="shap" (imported by skip(), before the timed explain): the
-    # harness's kernels need it not, and its import was 1.4 s of this method's first call
+    # shap only for backend="shap" (needed_packages: imported before the timed explain):
+    # the harness's kernels need it not, and its import was 1.4 s of this method's first call
     multi_output = True
     summary = "TreeSHAP, path-dependent or interventional (float64 kernels, or shap)"
     complexity = {"n": 1, "p": (0, 1), "trees": 1, "depth": None}
@@ -108,6 +106,9 @@ class TreeSHAP(Method):
     }
     rows_independent = True  # each row alone, given the background: explained in blocks
 
+    def needed_packages(self) -> tuple[str, ...]:
+        return self.requires + (("shap",) if self.params["backend"] == "shap" else ())
+
     @classmethod
     def prepare(cls) -> None:
         super().prepare()
@@ -117,10 +118,6 @@ class TreeSHAP(Method):
     def skip(self, model, data: ExplainData) -> str | None:
         reason = super().skip(model, data) or check_output(self.params["output"],
                                                            forest_view(model))
-        if reason is None and self.params["backend"] == "shap":
-            if importlib.util.find_spec("shap") is None:
-                return "backend='shap' needs the shap package: pip install shap"
-            importlib.import_module("shap")  # here, before the timed explain
         if reason is None and self.params["backend"] == "shap" and np.isnan(data.X).any():
             # shap 0.51 reads a scikit-learn tree's default child as its left child
             # (TreeEnsemble, children_default = children_left), not missing_go_to_left

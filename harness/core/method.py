@@ -159,15 +159,24 @@ class Method:
         return format_spec(self.name, changed)
 
     @classmethod
-    def missing_packages(cls) -> list[str]:
-        """Optional packages this method needs that cannot be imported here."""
-        return [pkg for pkg in cls.requires if importlib.util.find_spec(pkg) is None]
+    def missing_packages(cls, packages: tuple[str, ...] | None = None) -> list[str]:
+        """Those of ``packages`` (default: the class's ``requires``) that cannot be imported
+        here."""
+        packages = cls.requires if packages is None else packages
+        return [pkg for pkg in packages if importlib.util.find_spec(pkg) is None]
 
     @classmethod
-    def install_hint(cls) -> str:
-        """``pip install ...`` for the missing optional packages."""
-        names = [cls.distributions.get(pkg, pkg) for pkg in cls.missing_packages()]
+    def install_hint(cls, packages: tuple[str, ...] | None = None) -> str:
+        """``pip install ...`` for the missing ones of ``packages`` (default: ``requires``)."""
+        names = [cls.distributions.get(pkg, pkg) for pkg in cls.missing_packages(packages)]
         return f"pip install {' '.join(names)}"
+
+    def needed_packages(self) -> tuple[str, ...]:
+        """The optional packages this configured method imports: the class's ``requires``,
+        and those that its parameters choose (TreeSHAP's ``backend="shap"``). The explain
+        protocol raises :class:`~harness.core.errors.NotInstalledError` for any that is
+        missing, and imports them all before the timed explain."""
+        return self.requires
 
     @classmethod
     def prepare(cls) -> None:

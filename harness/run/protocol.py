@@ -2,9 +2,10 @@
 
 1. validate the inputs (:func:`harness.run.inputs.validate_explain_inputs`: shapes, finite
    values, column names against the fit, y, weights, seed);
-2. check the method's requirements (optional packages: :class:`NotInstalledError`) and its
-   skip reasons (:class:`MethodSkipped`);
-3. ``prepare()`` (imports and kernel compilation, never timed);
+2. check the method's requirements (the optional packages of its class and of its
+   parameters, :meth:`Method.needed_packages`: :class:`NotInstalledError`) and its skip
+   reasons (:class:`MethodSkipped`);
+3. ``prepare()`` and the import of those packages (kernel compilation, never timed);
 4. the timed ``explain``, seeded with ``np.random.default_rng(seed)``; the base class fills in
    and checks the :class:`Importances` (scope, feature names). A ``rows_independent`` local
    method explains the rows in blocks of :func:`row_block` rows, so that its memory is the
@@ -16,6 +17,7 @@ every later ``forest_view`` of it in the call returns that reading.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,14 +74,17 @@ def run_protocol(method: Method, model: Any, request: ExplainRequest, seed: int 
         data = validate_explain_inputs(model, request.X, request.y,
                                        sample_weight=request.sample_weight, seed=seed,
                                        feature_names=request.feature_names)
-        missing = method.missing_packages()
+        needed = method.needed_packages()
+        missing = method.missing_packages(needed)
         if missing:
-            raise NotInstalledError(f"{method.name} needs {', '.join(missing)}; install it with "
-                                    f"{method.install_hint()}.")
+            raise NotInstalledError(f"{method!r} needs {', '.join(missing)}; install it with "
+                                    f"{method.install_hint(needed)}.")
         reason = missing_capability(method, model) or method.skip(model, data)
         if reason:
             raise MethodSkipped(reason)
         prepare_from_cache(type(method))
+        for package in needed:  # those its parameters chose: imported before the clock too
+            importlib.import_module(package)
         data.progress = progress
         if method.rows_independent and block_rows is None:
             block_rows = row_block(model, data.X.shape[1], method)

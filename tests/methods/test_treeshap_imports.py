@@ -1,6 +1,7 @@
 """TreeSHAP's own kernels need no shap: explaining with them leaves shap unimported (its import
 was 1.4 s of the method's first call), and ``backend="shap"`` imports it before the timed
-explain, or is skipped with the package to install where it is missing."""
+explain, or is refused as not installed, with the package to install, where it is missing
+(in a run: the cell's status ``not_installed``, not ``skipped``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from sklearn.ensemble import RandomForestRegressor
 
 import harness
-from harness.core.errors import MethodSkipped
+from harness.core.errors import NotInstalledError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +44,7 @@ def test_the_harness_kernels_explain_without_importing_shap():
         "treeshap": False, "treeshap[perturbation=interventional,n_background=10]": False}
 
 
-def test_backend_shap_is_skipped_with_the_install_hint_where_shap_is_missing(monkeypatch):
+def test_backend_shap_is_not_installed_with_the_install_hint_where_shap_is_missing(monkeypatch):
     import importlib.util
 
     rng = np.random.default_rng(0)
@@ -52,8 +53,12 @@ def test_backend_shap_is_skipped_with_the_install_hint_where_shap_is_missing(mon
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "shap" else real(name, *a))
-    with pytest.raises(MethodSkipped, match="pip install shap"):
+    with pytest.raises(NotInstalledError,
+                       match=r"treeshap\[backend=shap\] needs shap; install it with "
+                             r"pip install shap"):
         harness.explain("treeshap[backend=shap]", model, X[:10], seed=0)
+    # the default backend needs no shap
+    harness.explain("treeshap", model, X[:10], seed=0)
     monkeypatch.undo()
     values = harness.explain("treeshap[backend=shap]", model, X[:10], seed=0).values
     ours = harness.explain("treeshap", model, X[:10], seed=0).values
