@@ -6,7 +6,8 @@ methods are shared among worker processes (``python -m harness.run.compile``, on
 core). The first worker forgets the cached kernels of other sources than today's
 (:mod:`harness.run.kernel_sources`) before any worker compiles; then each runs the methods'
 ``prepare()`` and so writes every kernel it compiles to numba's cache (``cache=True``;
-``NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside the sources), with the record of
+``NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside the sources, or numba's folder in
+the user's cache where those cannot be written: :func:`cache_location`), with the record of
 the entry kernels that method's warm-up leaves uncompiled (:func:`record_unused_entries`).
 The calling process then runs ``prepare()`` itself and loads the kernels from that cache
 instead of compiling them.
@@ -112,10 +113,23 @@ def compile_tasks(method_classes: Iterable[type]) -> list[list[type]]:
 
 
 def cache_location() -> str:
-    """Where numba writes the kernels' cache: ``NUMBA_CACHE_DIR``, else beside the sources."""
+    """Where numba writes the kernels' cache, as the progress lines name it:
+    ``NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside the sources, or, for a user who
+    cannot write there (a package installed by another user), the folder numba falls back
+    to in the user's own cache (numba's ``UserWideCacheLocator``), read from a kernel's
+    cache."""
     import numba
 
-    return numba.config.CACHE_DIR or "__pycache__ beside the sources (NUMBA_CACHE_DIR unset)"
+    if numba.config.CACHE_DIR:
+        return numba.config.CACHE_DIR
+    from harness.forest.packed import leaf_of
+
+    folder = leaf_of._cache._cache_path
+    beside = os.path.join(os.path.dirname(leaf_of.py_func.__code__.co_filename), "__pycache__")
+    if os.path.normcase(os.path.abspath(folder)) == os.path.normcase(os.path.abspath(beside)):
+        return "__pycache__ beside the sources (NUMBA_CACHE_DIR unset)"
+    return (f"{os.path.dirname(folder)} (NUMBA_CACHE_DIR unset, and this user cannot write "
+            "the __pycache__ beside the sources)")
 
 
 def _entry_dispatchers(method_class: type) -> set:

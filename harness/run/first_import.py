@@ -45,7 +45,8 @@ from typing import TextIO
 MODE_VARIABLE = "HARNESS_COMPILE"
 MODES = ("import", "lazy")
 #: The ``harness`` package's folder: its sources are kernel sources, its ``__pycache__``
-#: holds the stamp when ``NUMBA_CACHE_DIR`` is unset.
+#: holds the stamp when ``NUMBA_CACHE_DIR`` is unset and this user may write it
+#: (:func:`stamp_folder`).
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -107,8 +108,27 @@ def _fingerprint() -> str:
 def stamp_folder() -> str:
     """Where the harness keeps what it knows of numba's cache (the stamp of a complete
     compile, what each method's compile left uncompiled): ``NUMBA_CACHE_DIR``, else the
-    ``harness`` package's ``__pycache__``."""
-    return os.environ.get("NUMBA_CACHE_DIR") or os.path.join(_PACKAGE_DIR, "__pycache__")
+    ``harness`` package's ``__pycache__``; for a user who cannot write that (a package that
+    another user installed, for whom numba caches the kernels in the user's own folder
+    instead: :func:`harness.run.compile.cache_location`), a folder of this package's in the
+    user's cache (``XDG_CACHE_HOME``, else ``~/.cache``). Without it, every import of such a
+    user checked numba's cache (1.4 s against 1.2 s) and no record of unused entries was
+    kept."""
+    explicit = os.environ.get("NUMBA_CACHE_DIR")
+    if explicit:
+        return explicit
+    beside = os.path.join(_PACKAGE_DIR, "__pycache__")
+    if _writable(beside if os.path.isdir(beside) else _PACKAGE_DIR):
+        return beside
+    user_cache = (os.environ.get("XDG_CACHE_HOME")
+                  or os.path.join(os.path.expanduser("~"), ".cache"))
+    digest = hashlib.sha256(_PACKAGE_DIR.encode()).hexdigest()[:16]
+    return os.path.join(user_cache, "harness", f"stamps-{digest}")
+
+
+def _writable(folder: str) -> bool:
+    """Whether this process may create files in ``folder``."""
+    return os.access(folder, os.W_OK | os.X_OK)
 
 
 def _stamp_path() -> str:
@@ -140,12 +160,25 @@ def _write_stamp(fingerprint: str) -> None:
 
 
 def _lock_path() -> str:
-    """One lock file per numba cache location (``NUMBA_CACHE_DIR``, else the sources')."""
+    """One lock file per user and numba cache location (``NUMBA_CACHE_DIR``, else the
+    sources'), in the temporary folder. Per user: another user's lock file there is not
+    writable by this one (it would fail the compile at import), and numba gives a user who
+    cannot write the sources' ``__pycache__`` a cache of their own."""
     import numba
 
     where = numba.config.CACHE_DIR or _PACKAGE_DIR
-    digest = hashlib.sha256(f"{where}|{numba.__version__}".encode()).hexdigest()[:16]
+    key = f"{where}|{numba.__version__}|{_user()}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return os.path.join(tempfile.gettempdir(), f"harness-compile-{digest}.lock")
+
+
+def _user() -> str:
+    """This process's user: its uid where there is one, else the login name."""
+    if hasattr(os, "getuid"):
+        return str(os.getuid())
+    import getpass
+
+    return getpass.getuser()
 
 
 class _ProgressLine:

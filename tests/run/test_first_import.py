@@ -183,3 +183,67 @@ def test_a_lock_that_cannot_be_taken_warns_and_never_fails_the_import(cache, mon
     with pytest.warns(UserWarning, match="every method"):
         compile_at_first_import([TinyKernel], io.StringIO(), fake)
     assert fake.calls == []
+
+
+def test_each_user_takes_a_lock_file_of_their_own(monkeypatch):
+    """Another user's lock file in the shared temporary folder is not writable by this one:
+    sharing it made every import of a second user on the machine warn and leave each method
+    to compile at its first call."""
+    import numba
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", "")
+    monkeypatch.setattr(first_import, "_user", lambda: "1000")
+    first = first_import._lock_path()
+    assert first_import._lock_path() == first  # one per user and cache location
+    monkeypatch.setattr(first_import, "_user", lambda: "1001")
+    assert first_import._lock_path() != first
+    monkeypatch.setattr(first_import, "_user", lambda: "1000")
+    monkeypatch.setattr(numba.config, "CACHE_DIR", "/elsewhere")
+    assert first_import._lock_path() != first
+
+
+def test_a_user_who_cannot_write_the_package_keeps_the_stamp_in_their_own_cache(
+        monkeypatch, tmp_path):
+    """A package installed by another user: numba caches this user's kernels in the user's
+    own folder, and the stamp and the records go to the user's cache too (else every import
+    checked numba's cache again)."""
+    warm: set = set()
+    monkeypatch.setattr(compile_step, "cache_is_warm", lambda classes: set(classes) <= warm)
+    monkeypatch.delenv("HARNESS_COMPILE", raising=False)
+    monkeypatch.setattr(sys, "argv", ["script.py"])
+    monkeypatch.setattr(first_import, "_lock_path", lambda: str(tmp_path / "compile.lock"))
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    assert first_import.stamp_folder() == os.path.join(first_import._PACKAGE_DIR, "__pycache__")
+    monkeypatch.setattr(first_import, "_writable", lambda folder: False)
+    folder = Path(first_import.stamp_folder())
+    assert folder.parent == tmp_path / "user-cache" / "harness"
+    fake = FakeCompile(warm)
+    assert compile_at_first_import([TinyKernel], io.StringIO(), fake) == ["tiny_kernel"]
+    assert (folder / "harness-kernels-compiled.txt").read_text() == first_import._fingerprint()
+
+    def no_cache_check(classes):
+        raise AssertionError("numba's cache consulted despite the stamp in the user's cache")
+
+    monkeypatch.setattr(compile_step, "cache_is_warm", no_cache_check)
+    assert compile_at_first_import([TinyKernel], io.StringIO(), fake) == []
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))  # set: always that
+    assert first_import.stamp_folder() == str(tmp_path / "numba")
+
+
+def test_the_progress_line_names_the_folder_numba_falls_back_to(monkeypatch, tmp_path):
+    """For a user who cannot write the sources' __pycache__, numba caches in the user's own
+    folder: the progress line names that folder, not the sources'."""
+    import numba
+
+    from harness.forest.packed import leaf_of
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", "")
+    beside = "__pycache__ beside the sources (NUMBA_CACHE_DIR unset)"
+    assert compile_step.cache_location() == beside
+    fallback = tmp_path / ".cache" / "numba"
+    monkeypatch.setattr(leaf_of._cache, "_cache_path", str(fallback / "forest_0123abcd"))
+    assert compile_step.cache_location().startswith(
+        f"{fallback} (NUMBA_CACHE_DIR unset, and this user cannot write the __pycache__")
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "set"))
+    assert compile_step.cache_location() == str(tmp_path / "set")
