@@ -124,9 +124,12 @@ def cache_location() -> str:
         return numba.config.CACHE_DIR
     from harness.forest.packed import leaf_of
 
-    folder = leaf_of._cache._cache_path
+    # numba's own record of its choice (private: a numba without it gets the usual words,
+    # since a progress line must never fail the compile it reports)
+    folder = getattr(getattr(leaf_of, "_cache", None), "_cache_path", None)
     beside = os.path.join(os.path.dirname(leaf_of.py_func.__code__.co_filename), "__pycache__")
-    if os.path.normcase(os.path.abspath(folder)) == os.path.normcase(os.path.abspath(beside)):
+    if not isinstance(folder, str) or (os.path.normcase(os.path.abspath(folder))
+                                       == os.path.normcase(os.path.abspath(beside))):
         return "__pycache__ beside the sources (NUMBA_CACHE_DIR unset)"
     return (f"{os.path.dirname(folder)} (NUMBA_CACHE_DIR unset, and this user cannot write "
             "the __pycache__ beside the sources)")
