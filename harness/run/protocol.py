@@ -83,8 +83,9 @@ def run_protocol(method: Method, model: Any, request: ExplainRequest, seed: int 
         if reason:
             raise MethodSkipped(reason)
         prepare_from_cache(type(method))
-        for package in needed:  # those its parameters chose: imported before the clock too
-            importlib.import_module(package)
+        for package in needed:  # those its parameters chose (prepare() imported requires),
+            if package not in method.requires:  # before the clock too
+                importlib.import_module(package)
         data.progress = progress
         if method.rows_independent and block_rows is None:
             block_rows = row_block(model, data.X.shape[1], method)
