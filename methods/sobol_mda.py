@@ -8,7 +8,7 @@ from harness.core.method import ExplainData
 from harness.core.types import Importances
 from harness.estimators.oob import OOBMethod
 from harness.forest.inbag import oob_predictions, target_matrix, target_variance
-from harness.forest.losses import BRIER, SQUARED_ERROR, row_loss_increases
+from harness.forest.losses import BRIER, SQUARED_ERROR, row_loss_moments
 from harness.kernels.reroute.projection import projected_oob_shift
 
 
@@ -63,15 +63,15 @@ class SobolMDA(OOBMethod):
         # Σ_k (target_k − output_k)²: the Brier score of the class probabilities, or the
         # squared error of the regression
         code = BRIER if inputs.forest.classifier else SQUARED_ERROR
-        increase = row_loss_increases(code, inputs.targets, prediction, shift, n_oob,
-                                      np.flatnonzero(n_oob > 0), False)
-        increase /= variance
-        n_rows = increase.shape[0]
-        std = increase.std(axis=0, ddof=1) / np.sqrt(n_rows) if n_rows > 1 else None
+        rows = np.flatnonzero(n_oob > 0)
+        mean, squares = row_loss_moments(code, inputs.targets, prediction, shift, n_oob, rows,
+                                         False, variance)
+        n_rows = rows.size
+        std = np.sqrt(squares / (n_rows - 1)) / np.sqrt(n_rows) if n_rows > 1 else None
         explains = ("total Sobol index of the regression function" if not inputs.forest.classifier
                     else "total Sobol index of the class-probability vector (Brier)")
         return Importances(
-            values=increase.mean(axis=0), scope="global", feature_names=data.feature_names,
+            values=mean, scope="global", feature_names=data.feature_names,
             unit="fraction of Var(Y)", explains=explains, std=std,
             extra={"std_of": "mean over rows", "n_rows_scored": int(n_rows),
                    "var_y": variance},

@@ -161,7 +161,7 @@ class PermutationPass(NamedTuple):
     #: (n_trees, p): per-tree loss increases (Breiman-Cutler); zeros with the ensemble outputs
     tree_increase: np.ndarray
     #: (p, n, n_values): per-row output shifts summed over the row's OOB trees, feature-major
-    #: (``row_loss_increases(..., feature_major=True)`` reads it in place)
+    #: (``row_loss_moments(..., feature_major=True, ...)`` reads it in place)
     shift: np.ndarray
     #: (n, n_values): the forest's OOB output, NaN for a row no tree left out (as
     #: :func:`harness.forest.inbag.oob_predictions`, to the bit)
