@@ -23,8 +23,8 @@ class MDAIshwaranKogalur(OOBMethod):
     Complexity: as ``mda_bc``, O(T n_oob D (1 + F_D)) re-routing (the forest's OOB output is
     read from the leaves that walk reaches), plus O(n p) for the (p, n) output shifts and the
     per-(row, feature) OOB losses (``row_loss_moments``), which dominates the growth in p from
-    p ≈ 10³ on (at
-    n = 1000, T = 100, D = 8): stated (0, 1) on p, the walks' order and the output's.
+    p ≈ 10³ on (at n = 1000, T = 100, D = 8): stated (0, 1) on p, the walks' order and the
+    output's.
     """
 
     name = "mda_ik"
