@@ -225,7 +225,7 @@ def row_loss_increases(code, targets, base, shift, n_oob, rows, feature_major):
     p = shift.shape[0] if feature_major else shift.shape[1]
     out = np.empty((rows.size, p))
     _increase_rows(code, targets, base, shift, n_oob, rows, feature_major,
-                   _base_losses(code, targets, base, rows), 0, out)
+                   _base_losses(code, targets, base, rows), np.int64(0), out)
     return out
 
 
@@ -259,8 +259,8 @@ def row_loss_moments(code, targets, base, shift, n_oob, rows, feature_major, sca
         column = np.empty((rows.size, 1))
         for j in range(p):
             # column j of the increases: the block of rows over a one-feature view
-            _increase_rows(code, targets, base, shift[j:j + 1], n_oob, rows, True, base_loss,
-                           0, column)
+            _increase_rows(code, targets, base, shift[j:j + 1], n_oob, rows, feature_major,
+                           base_loss, np.int64(0), column)
             total = 0.0
             for r in range(rows.size):
                 column[r, 0] /= scale
@@ -276,8 +276,8 @@ def row_loss_moments(code, targets, base, shift, n_oob, rows, feature_major, sca
     mean[:] = 0.0
     for first in range(0, rows.size, block.shape[0]):
         m = min(block.shape[0], rows.size - first)
-        _increase_rows(code, targets, base, shift, n_oob, rows, False, base_loss, first,
-                       block[:m])
+        _increase_rows(code, targets, base, shift, n_oob, rows, feature_major, base_loss,
+                       first, block[:m])
         for b in range(m):
             for j in range(p):
                 mean[j] += block[b, j] / scale
@@ -285,8 +285,8 @@ def row_loss_moments(code, targets, base, shift, n_oob, rows, feature_major, sca
     squares[:] = 0.0
     for first in range(0, rows.size, block.shape[0]):
         m = min(block.shape[0], rows.size - first)
-        _increase_rows(code, targets, base, shift, n_oob, rows, False, base_loss, first,
-                       block[:m])
+        _increase_rows(code, targets, base, shift, n_oob, rows, feature_major, base_loss,
+                       first, block[:m])
         for b in range(m):
             for j in range(p):
                 deviation = block[b, j] / scale - mean[j]
