@@ -274,23 +274,21 @@ def row_loss_moments(code, targets, base, shift, n_oob, rows, feature_major, sca
         return mean, squares
     block = np.empty((max(1, BLOCK_VALUES // max(p, 1)), p))
     mean[:] = 0.0
-    for first in range(0, rows.size, block.shape[0]):
-        m = min(block.shape[0], rows.size - first)
-        _increase_rows(code, targets, base, shift, n_oob, rows, feature_major, base_loss,
-                       first, block[:m])
-        for b in range(m):
-            for j in range(p):
-                mean[j] += block[b, j] / scale
-    mean /= np.float64(rows.size)
     squares[:] = 0.0
-    for first in range(0, rows.size, block.shape[0]):
-        m = min(block.shape[0], rows.size - first)
-        _increase_rows(code, targets, base, shift, n_oob, rows, feature_major, base_loss,
-                       first, block[:m])
-        for b in range(m):
-            for j in range(p):
-                deviation = block[b, j] / scale - mean[j]
-                squares[j] += deviation * deviation
+    for deviations in (False, True):  # the mean first, then the deviations from it
+        for first in range(0, rows.size, block.shape[0]):
+            m = min(block.shape[0], rows.size - first)
+            _increase_rows(code, targets, base, shift, n_oob, rows, feature_major, base_loss,
+                           first, block[:m])
+            for b in range(m):
+                for j in range(p):
+                    if deviations:
+                        deviation = block[b, j] / scale - mean[j]
+                        squares[j] += deviation * deviation
+                    else:
+                        mean[j] += block[b, j] / scale
+        if not deviations:
+            mean /= np.float64(rows.size)
     return mean, squares
 
 
