@@ -7,7 +7,7 @@ import numpy as np
 from harness.core.method import ExplainData
 from harness.core.types import Importances
 from harness.estimators.oob import LOSS_PARAM, OOBMethod
-from harness.forest.losses import row_loss_moments
+from harness.forest.losses import oob_increase_summary
 
 
 class MDAIshwaranKogalur(OOBMethod):
@@ -22,7 +22,7 @@ class MDAIshwaranKogalur(OOBMethod):
 
     Complexity: as ``mda_bc``, O(T n_oob D (1 + F_D)) re-routing (the forest's OOB output is
     read from the leaves that walk reaches), plus O(n p) for the (p, n) output shifts and the
-    per-(row, feature) OOB losses (``row_loss_moments``), which dominates the growth in p from
+    per-(row, feature) OOB losses (``oob_increase_summary``), which dominates the growth in p from
     p ≈ 10³ on (at n = 1000, T = 100, D = 8): stated (0, 1) on p, the walks' order and the
     output's.
     """
@@ -38,11 +38,8 @@ class MDAIshwaranKogalur(OOBMethod):
         inputs = self.oob_inputs(model, data)
         loss = self.forest_loss(model, data.task)
         walk = self.permutation_pass(inputs, loss, rng, ensemble=True)
-        rows = np.flatnonzero(walk.n_oob > 0)
-        mean, squares = row_loss_moments(loss.code, inputs.targets, walk.oob_prediction,
-                                         walk.shift, walk.n_oob, rows, True, 1.0)
-        n_rows = rows.size
-        std = np.sqrt(squares / (n_rows - 1)) / np.sqrt(n_rows) if n_rows > 1 else None
+        mean, std, n_rows = oob_increase_summary(loss.code, inputs.targets, walk.oob_prediction,
+                                                 walk.shift, walk.n_oob, True)
         return Importances(
             values=mean, scope="global", feature_names=data.feature_names,
             unit=loss.unit, explains=f"increase of the forest's OOB {loss.name}", std=std,

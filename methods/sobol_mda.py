@@ -8,7 +8,7 @@ from harness.core.method import ExplainData
 from harness.core.types import Importances
 from harness.estimators.oob import OOBMethod
 from harness.forest.inbag import oob_predictions, target_matrix, target_variance
-from harness.forest.losses import BRIER, SQUARED_ERROR, row_loss_moments
+from harness.forest.losses import BRIER, SQUARED_ERROR, oob_increase_summary
 from harness.kernels.reroute.projection import projected_oob_shift
 
 
@@ -63,11 +63,8 @@ class SobolMDA(OOBMethod):
         # Σ_k (target_k − output_k)²: the Brier score of the class probabilities, or the
         # squared error of the regression
         code = BRIER if inputs.forest.classifier else SQUARED_ERROR
-        rows = np.flatnonzero(n_oob > 0)
-        mean, squares = row_loss_moments(code, inputs.targets, prediction, shift, n_oob, rows,
-                                         False, variance)
-        n_rows = rows.size
-        std = np.sqrt(squares / (n_rows - 1)) / np.sqrt(n_rows) if n_rows > 1 else None
+        mean, std, n_rows = oob_increase_summary(code, inputs.targets, prediction, shift, n_oob,
+                                                 False, variance)
         explains = ("total Sobol index of the regression function" if not inputs.forest.classifier
                     else "total Sobol index of the class-probability vector (Brier)")
         return Importances(

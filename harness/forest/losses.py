@@ -245,11 +245,11 @@ def row_loss_moments(code, targets, base, shift, n_oob, rows, feature_major, sca
 
     A feature-major shift is read feature after feature, each feature's increases held in
     one column; an (n, p, n_values) shift in blocks of :data:`BLOCK_VALUES` increases,
-    computed twice (for the mean, then the deviations; at large p most are an exact 0 that
-    costs a read). At n = 1000, p = 10^4 (an 80 MB shift), ``mda_ik`` had spent 0.08 s in
-    its (1000, 10^4) increases, each row's p features read at a stride of 8 kB, and 0.03 s in
-    NumPy's mean and std with their 80 MB temporaries: it grew as p^1.4 from p = 3000 on in
-    the bench's scaling (AMD EPYC).
+    computed twice when the rows take more than one block (for the mean, then the
+    deviations; at large p most are an exact 0 that costs a read). At n = 1000, p = 10^4
+    (an 80 MB shift), ``mda_ik`` had spent 0.08 s in its (1000, 10^4) increases, each row's
+    p features read at a stride of 8 kB, and 0.03 s in NumPy's mean and std with their
+    80 MB temporaries: it grew as p^1.4 from p = 3000 on in the bench's scaling (AMD EPYC).
     """
     p = shift.shape[0] if feature_major else shift.shape[1]
     base_loss = _base_losses(code, targets, base, rows)
@@ -272,14 +272,16 @@ def row_loss_moments(code, targets, base, shift, n_oob, rows, feature_major, sca
                 spread += deviation * deviation
             squares[j] = spread
         return mean, squares
-    block = np.empty((max(1, BLOCK_VALUES // max(p, 1)), p))
+    block = np.empty((max(1, min(rows.size, BLOCK_VALUES // max(p, 1))), p))
+    one_block = rows.size <= block.shape[0]  # then the deviations reuse it as it is
     mean[:] = 0.0
     squares[:] = 0.0
     for deviations in (False, True):  # the mean first, then the deviations from it
         for first in range(0, rows.size, block.shape[0]):
             m = min(block.shape[0], rows.size - first)
-            _increase_rows(code, targets, base, shift, n_oob, rows, feature_major, base_loss,
-                           first, block[:m])
+            if not (deviations and one_block):
+                _increase_rows(code, targets, base, shift, n_oob, rows, feature_major,
+                               base_loss, first, block[:m])
             for b in range(m):
                 for j in range(p):
                     if deviations:
@@ -290,6 +292,21 @@ def row_loss_moments(code, targets, base, shift, n_oob, rows, feature_major, sca
         if not deviations:
             mean /= np.float64(rows.size)
     return mean, squares
+
+
+def oob_increase_summary(code: int, targets: np.ndarray, base: np.ndarray, shift: np.ndarray,
+                         n_oob: np.ndarray, feature_major: bool, scale: float = 1.0,
+                         ) -> tuple[np.ndarray, np.ndarray | None, int]:
+    """``(mean, std, n_rows)`` of the ensemble-level OOB loss increases divided by
+    ``scale`` over the rows with at least one out-of-bag tree (:func:`row_loss_moments`):
+    their mean per feature, its standard error (``None`` for fewer than 2 rows) and how
+    many rows there are."""
+    rows = np.flatnonzero(n_oob > 0)
+    mean, squares = row_loss_moments(code, targets, base, shift, n_oob, rows, feature_major,
+                                     float(scale))
+    n_rows = int(rows.size)
+    std = np.sqrt(squares / (n_rows - 1)) / np.sqrt(n_rows) if n_rows > 1 else None
+    return mean, std, n_rows
 
 
 def target_codes(classes: np.ndarray | None, y: np.ndarray) -> np.ndarray:
