@@ -236,8 +236,8 @@ def _table(args) -> Section:
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     missed = table[table["meets_target"] == False]  # noqa: E712 (None = no target)
     print(f"{len(table)} timings, {len(missed)} miss their target; table: {args.out}")
-    named = ", ".join(f"{row.case} {row.method}" + (f" vs {row.reference}" if row.reference
-                                                     else "")
+    named = ", ".join(f"{row.case} {row.method}"  # a ratio to predict has no reference
+                      + (f" vs {row.reference}" if isinstance(row.reference, str) else "")
                       for row in missed.itertuples())
     return Section(0, f"{len(table)} timings on {args.threads} thread(s), {len(missed)} miss "
                       f"their target{f': {named}' if named else ''}")

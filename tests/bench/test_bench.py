@@ -225,3 +225,28 @@ def test_each_thread_count_is_timed_after_a_run_on_that_count(monkeypatch):
     # the slow first run after each switch is never the one kept (sleep overshoots by far
     # less than the 0.1 s margin even on a busy machine)
     assert seconds < slow / 2 and one_thread < slow / 2
+
+
+def test_headline_names_each_miss_and_the_library_it_was_timed_against(monkeypatch,
+                                                                        tmp_path):
+    """A missed ratio to predict has no reference library: the headline names the row alone
+    (it once read "C sobol_mda vs nan"); a missed speed-up names the library."""
+    import argparse
+
+    import pandas as pd
+
+    from harness.cli import bench as bench_cli
+
+    rows = pd.DataFrame([
+        {"case": "C", "method": "sobol_mda", "reference": None, "meets_target": False},
+        {"case": "B", "method": "treeshap", "reference": "shap path-dependent",
+         "meets_target": False},
+        {"case": "A1", "method": "treeshap", "reference": "shap path-dependent",
+         "meets_target": True},
+    ]).reindex(columns=list(bench_cli.BENCH_COLUMNS))
+    monkeypatch.setattr(bench, "run_bench", lambda *args, **kwargs: rows)
+    args = argparse.Namespace(case=None, method=None, repeat=1, all_rows=False, threads=1,
+                              no_progress=True, out=tmp_path / "bench.json")
+    headline = bench_cli._table(args).headline
+    assert headline.endswith("2 miss their target: C sobol_mda, B treeshap vs shap "
+                             "path-dependent"), headline
