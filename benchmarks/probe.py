@@ -40,7 +40,14 @@ def _oob_ratio(method: str, case: str) -> float:
                              lambda: predict_output(model, X))
 
 
-PROBES = {"explain": _explain_ratio, "oob": _oob_ratio}
+def _wide_ratio(method: str) -> float:
+    """``bench_wide.WideSuite``'s ratio: ``method`` on p = 10^4 features."""
+    from .bench_wide import ratio_to_predict
+
+    return ratio_to_predict(method)
+
+
+PROBES = {"explain": _explain_ratio, "oob": _oob_ratio, "wide": _wide_ratio}
 
 
 def main(argv: list[str]) -> None:
