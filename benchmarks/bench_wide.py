@@ -35,14 +35,10 @@ N_FEATURES = 10_000
 def wide_case() -> tuple:
     """(model, X, y): the forest of the module's docstring, grown on ``N_ROWS`` Friedman #1
     rows of ``N_FEATURES`` features, and those rows (the out-of-bag methods read them)."""
-    from sklearn.ensemble import RandomForestRegressor
-
-    from harness.bench.scaling import synthetic
+    from harness.bench.scaling import scaling_forest, synthetic
 
     X, y = synthetic(N_ROWS, N_FEATURES, seed=0)
-    forest = RandomForestRegressor(n_estimators=100, max_depth=8, max_features="sqrt",
-                                   bootstrap=True, random_state=0, n_jobs=1)
-    return forest.fit(X, y), X, y
+    return scaling_forest(trees=100, depth=8).fit(X, y), X, y
 
 
 def ratio_to_predict(method: str) -> float:

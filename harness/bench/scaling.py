@@ -173,7 +173,9 @@ def synthetic(n: int, p: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return make_friedman1(n_samples=n, n_features=p, noise=1.0, random_state=seed)
 
 
-def _forest(trees: int, depth: int, jobs: int, warm_start: bool = False):
+def scaling_forest(trees: int, depth: int, jobs: int = 1, warm_start: bool = False):
+    """The (unfitted) forest of every scaling point: ``trees`` regression trees of depth at
+    most ``depth`` trying sqrt(p) features per split, on bootstrap samples."""
     return RandomForestRegressor(n_estimators=trees, max_depth=depth, max_features="sqrt",
                                  bootstrap=True, random_state=0, n_jobs=jobs,
                                  warm_start=warm_start)
@@ -241,12 +243,12 @@ class _Points:
         start = time.perf_counter()
         if self.axis == "trees":
             if self.grower is None:
-                self.grower = _forest(size, settings["depth"], self.jobs, warm_start=True)
+                self.grower = scaling_forest(size, settings["depth"], self.jobs, warm_start=True)
             self.grower.set_params(n_estimators=size, n_jobs=self.jobs)
             model = copy.deepcopy(self.grower.fit(X, y))
             model.set_params(warm_start=False)
         else:
-            model = _forest(settings["trees"], settings["depth"], self.jobs).fit(X, y)
+            model = scaling_forest(settings["trees"], settings["depth"], self.jobs).fit(X, y)
         seconds = time.perf_counter() - start
         self.last_fit[kind] = (size, seconds)
         return _prepared(model, self.methods, seconds, X, y)
