@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.core.method import ExplainData
-from harness.core.types import Importances
+from harness.core.types import Importances, standard_error_of_mean
 from harness.estimators.oob import LOSS_PARAM, OOBMethod
 
 
@@ -45,7 +45,7 @@ class MDABreimanCutler(OOBMethod):
         increase = self.permutation_pass(inputs, loss, rng, ensemble=False).tree_increase
         grown = inputs.inbag.oob.any(axis=0)  # a tree without OOB row cannot be scored
         increase = increase[grown]
-        std = increase.std(axis=0, ddof=1) / np.sqrt(len(increase)) if len(increase) > 1 else None
+        std = standard_error_of_mean(increase)
         return Importances(
             values=increase.mean(axis=0), scope="global", feature_names=data.feature_names,
             unit=loss.unit, explains=f"increase of the trees' OOB {loss.name}", std=std,

@@ -6,7 +6,7 @@ import numpy as np
 
 from harness.core.method import ExplainData, Method
 from harness.core.params import Boolean, Param
-from harness.core.types import Importances
+from harness.core.types import Importances, standard_error_of_mean
 from harness.forest.flat import tree_mdi
 from harness.forest.view import forest_view
 
@@ -58,7 +58,7 @@ class MDI(Method):
             per_tree = per_tree / (total if total > 0 else 1.0)
             unit = "fraction of total MDI"
         values = per_tree.mean(axis=0)
-        std = per_tree.std(axis=0, ddof=1) / np.sqrt(len(per_tree)) if len(per_tree) > 1 else None
+        std = standard_error_of_mean(per_tree)
         return Importances(
             values=values, scope="global", feature_names=data.feature_names, unit=unit,
             explains="impurity" if "node_impurity" in view.capabilities else "split gain",

@@ -27,7 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from harness.core.method import ExplainData
-from harness.core.types import Importances
+from harness.core.types import Importances, standard_error_of_mean
 from harness.estimators.oob import OOBMethod
 from harness.forest.inbag import target_matrix
 from harness.kernels.debiased import debiased_mdi_terms
@@ -47,7 +47,7 @@ class DebiasedMDI(OOBMethod):
         per_tree, scored = terms[self.term], terms[2] > 0
         per_tree = per_tree[scored]
         n_scored = per_tree.shape[0]
-        std = per_tree.std(axis=0, ddof=1) / np.sqrt(n_scored) if n_scored > 1 else None
+        std = standard_error_of_mean(per_tree)
         unit = "Gini decrease" if forest.classifier else "variance of Y"
         return Importances(
             values=per_tree.mean(axis=0), scope="global", feature_names=data.feature_names,
