@@ -34,7 +34,6 @@ def global_view(values: np.ndarray, scope: str,
     return np.average(magnitude, axis=0, weights=np.asarray(row_weights, dtype=float))
 
 
-
 def standard_error_of_mean(samples: np.ndarray) -> np.ndarray | None:
     """Standard error of the mean over axis 0, ``std(ddof=1) / sqrt(m)`` for m samples
     (trees, rows), the ``std`` of a method that averages them; None for fewer than two."""
@@ -42,6 +41,7 @@ def standard_error_of_mean(samples: np.ndarray) -> np.ndarray | None:
     if len(samples) < 2:
         return None
     return samples.std(axis=0, ddof=1) / np.sqrt(len(samples))
+
 
 @dataclass
 class TruthVector:
