@@ -254,3 +254,51 @@ def test_node_depths_are_scikit_learns_and_uneven_trees_are_the_deep_ones():
             np.testing.assert_array_equal(ours[packed.offsets[t]:packed.offsets[t + 1]],
                                           expected)
         np.testing.assert_array_equal(uneven_trees(packed), np.full(6, kind))
+
+
+def _plain_first_nodes(tree, X32, skipped):
+    """Per feature j not skipped, the (row position, node) of the first split on j on each
+    row's path, rows in order; and each row's leaf."""
+    firsts = {j: [] for j in range(X32.shape[1]) if not skipped[j]}
+    leaves = []
+    for a, x in enumerate(X32):
+        node, seen = 0, set()
+        while tree.children_left[node] != -1:
+            f = int(tree.feature[node])
+            if f not in seen and not skipped[f]:
+                firsts[f].append((a, node))
+            seen.add(f)
+            go_left = float(x[f]) <= tree.threshold[node]
+            node = tree.children_left[node] if go_left else tree.children_right[node]
+        leaves.append(node)
+    return firsts, leaves
+
+
+def test_path_pairs_are_the_first_split_on_each_feature_and_skip_what_they_are_told(fitted):
+    """``path_pairs`` (the first node of each feature on each row's path, Sobol-MDA's and
+    the permutation MDAs' descents): every pair of a feature not skipped, in row order, as
+    the plain walk finds them; a skipped feature has an empty bucket and changes no other
+    pair (Sobol-MDA's groups of features skip each other's features)."""
+    from harness.kernels.reroute.permutation import path_pairs
+
+    model, X = fitted
+    packed = forest_view(model).packed
+    X32 = np.asarray(X, dtype=np.float32)
+    p = X32.shape[1]
+    rows = np.arange(len(X32))[::-1].copy()  # any order of rows: pairs follow it
+    every = np.zeros(p, dtype=np.bool_)
+    half = np.random.default_rng(4).random(p) < 0.5
+    for t in (0, packed.n_trees - 1):
+        for skipped in (every, half):
+            leaves, pair_row, pair_node, order, bucket = path_pairs(
+                packed.left, packed.right, packed.feature, packed.threshold,
+                packed.missing_left, packed.offsets[t], X32, rows, p,
+                len(rows) * (packed.max_depth + 1), skipped)
+            firsts, plain_leaves = _plain_first_nodes(model.estimators_[t].tree_, X32[rows],
+                                                      skipped)
+            np.testing.assert_array_equal(leaves, plain_leaves)
+            for j in range(p):
+                found = [(int(pair_row[k]), int(pair_node[k]))
+                         for k in order[bucket[j]:bucket[j + 1]]]
+                assert found == firsts.get(j, []), (t, j)
+        assert half.any() and not half.all()

@@ -38,18 +38,24 @@ def _reroute(left, right, feature, threshold, missing, start, X32, row, node, j,
 
 
 @njit(cache=True)
-def path_pairs(left, right, feature, threshold, missing, start, X32, rows, n_features, max_pairs):
+def path_pairs(left, right, feature, threshold, missing, start, X32, rows, n_features, max_pairs,
+               skipped):
     """Walk ``rows``; return their leaves and the (row position, feature, first node) pairs.
 
     Pairs are bucketed by feature (counting sort): pairs of feature j are
-    ``order[bucket[j]:bucket[j + 1]]``.
+    ``order[bucket[j]:bucket[j + 1]]``, in the order of ``rows``. A feature j with
+    ``skipped[j]`` gets no pairs (an empty bucket); the others get the same pairs, in the
+    same order, as with none skipped.
     """
     m = rows.size
     leaves = np.empty(m, dtype=np.int64)
     pair_row = np.empty(max_pairs, dtype=np.int64)
     pair_feature = np.empty(max_pairs, dtype=np.int64)
     pair_node = np.empty(max_pairs, dtype=np.int64)
-    stamp = np.full(n_features, -1, dtype=np.int64)
+    stamp = np.full(n_features, -1, dtype=np.int64)  # the last row position paired with f
+    for f in range(n_features):
+        if skipped[f]:
+            stamp[f] = m  # past every row position: never below the current one
     n_pairs = 0
     origin = np.uint64(start)
     for a in range(m):
@@ -58,7 +64,7 @@ def path_pairs(left, right, feature, threshold, missing, start, X32, rows, n_fea
         at = origin
         while left[at] != -1:
             f = np.uint64(feature[at])
-            if stamp[f] != a:
+            if stamp[f] < a:
                 stamp[f] = a
                 pair_row[n_pairs] = a
                 pair_feature[n_pairs] = f
@@ -110,6 +116,7 @@ def _oob_permutation_pass(left, right, feature, threshold, missing, value, offse
     oob_total = np.zeros((n_kept, n_values))
     n_oob = np.zeros(n_kept, dtype=np.int64)
     rows_buffer = np.empty(n, dtype=np.int64)
+    none_skipped = np.zeros(p, dtype=np.bool_)
     perm = np.empty(n, dtype=np.int32)
     picks = np.empty(n, dtype=np.int64)
     for t in range(n_trees):
@@ -123,7 +130,8 @@ def _oob_permutation_pass(left, right, feature, threshold, missing, value, offse
             continue
         rows = rows_buffer[:m]
         leaves, pair_row, pair_node, order, bucket = path_pairs(
-            left, right, feature, threshold, missing, start, X32, rows, p, m * (max_depth + 1))
+            left, right, feature, threshold, missing, start, X32, rows, p, m * (max_depth + 1),
+            none_skipped)
         if want_ensemble:
             for a in range(m):
                 at = start + leaves[a]
