@@ -242,9 +242,9 @@ def _group_shift(left, right, kids, feature, threshold, missing, value, offsets,
             left, right, split_on, threshold, missing, start, X, rows_out, width, n_out * span,
             skipped)
         for j in range(width):
-            feature_j = columns[column_start[t] + j] if compact else j
-            if feature_group[feature_j] != group or out_bucket[j + 1] == out_bucket[j]:
+            if skipped[j] or out_bucket[j + 1] == out_bucket[j]:  # another group's, or unmet
                 continue
+            feature_j = columns[column_start[t] + j] if compact else j
             # the in-bag rows' keys first, so that the table is sized to them: a power of two
             # above their count (33-48 % of the keys were distinct per (tree, feature) on
             # Friedman #1's forest, so the load stays under one half). A table that fits
