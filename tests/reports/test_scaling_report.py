@@ -175,3 +175,31 @@ def test_depth_is_not_judged_where_the_leaves_grow_faster_than_the_depth():
     assert table.at["held", "agrees"] == False  # noqa: E712 (2 against 1, judged)
     # a method stating no growth with the depth (rs, srs grow their own trees) is judged
     assert table.at["own_trees", "agrees"] == False  # noqa: E712 (2 against 0)
+
+
+def test_n_is_judged_with_the_growth_of_trees_grown_on_the_rows():
+    """Forests grown on the n rows (the out-of-bag family) have trees that grow with n. A
+    cost n x leaves (a projected descent visiting up to every node) agrees with a stated
+    order 1 in n plus the leaves' exponent; n x leaves^2 and n^2 do not, and a fixed forest
+    (leaves constant) gets no allowance, so n x leaves is then judged against 1 alone."""
+    sizes = np.array([100.0, 300.0, 1000.0, 3000.0])
+    growing = np.array([52.0, 99.0, 156.0, 195.0])
+    cases = {"n_leaves": (sizes * growing, growing), "n_leaves2": (sizes * growing ** 2, growing),
+             "n_squared": (sizes ** 2, growing),
+             "fixed_forest": (sizes * growing, np.full(4, 156.0))}
+    rows = []
+    for method, (work, leaves) in cases.items():
+        rows += [{**dict.fromkeys(POINT_COLUMNS), "method": method, "axis": "n", "size": x,
+                  "x": x, "seconds": 1e-7 * w, "cpu_seconds": 1e-7 * w, "runs": 1,
+                  "status": "ok", "mean_leaves": leaf}
+                 for x, w, leaf in zip(sizes, work, leaves)]
+    table = fit_exponents(pd.DataFrame(rows, columns=list(POINT_COLUMNS)),
+                          {name: {"n": 1} for name in cases}).set_index("method")
+    allowance = math.log(195 / 52) / math.log(30)  # 0.39
+    assert table.at["n_leaves", "exponent"] == pytest.approx(1 + allowance, abs=0.05)
+    assert table.at["n_leaves", "agrees"] == True  # noqa: E712 (a numpy bool)
+    assert "grow 3.8x in leaves: judged against 1, + 0.39" in table.at["n_leaves", "note"]
+    assert table.at["n_leaves2", "agrees"] == False  # noqa: E712 (1.78 against 1.39)
+    assert table.at["n_squared", "agrees"] == False  # noqa: E712
+    assert table.at["fixed_forest", "agrees"] == False  # noqa: E712 (1.39 against 1)
+    assert "in leaves" not in table.at["fixed_forest", "note"]
