@@ -28,14 +28,15 @@ The kernel returns the forest's curve (mean over trees) of one output column per
 permutation) pair: the true class's probability for cross-entropy, the regression value
 for squared error. Routing is the view's rule (:func:`harness.forest.packed.goes_left`:
 coded rows, ``x <= threshold`` or NaN where missing values go left). Pairs
-are split into groups, one task each (:func:`harness.core.tasks.run_tasks`); each pair's curve is
-accumulated in a fixed order (trees, then depth first) that does not depend on the other
-pairs of its group, so the results do not depend on the number of threads.
+are split into groups and the trees into chunks (:func:`tree_chunks`), a task per group and
+chunk (:func:`harness.core.tasks.run_tasks`); each pair's curve is accumulated within a chunk
+in a fixed order (trees, then depth first) that does not depend on the other pairs of its
+group, and the chunks' sums are added in chunk order, so the results do not depend on the
+number of threads.
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit
 
@@ -52,6 +53,10 @@ LANE_BLOCK = 8  # lanes (coalition steps k = 2, ..., p - 1) are padded to a mult
 #: 8 s more on the cold start's longest task): tree_sage on Friedman #1 / RF 300 0.66 s
 #: against 0.68 s, on digits 0.50-0.52 s against 0.51-0.53 s
 MAX_FEATURES = np.iinfo(np.uint16).max
+#: Trees are walked in this many chunks (tasks apart, summed in chunk order after): the
+#: threads share a batch of few pairs, and the sums of a curve keep one order on any number
+#: of threads; ...within this many bytes of per-chunk sums
+TREE_CHUNKS, CHUNK_SUMS_BYTES = 8, 2**24
 INTERNAL, LEAF, TWIG = 0, 1, 2  # kinds of children; leaves and twigs end at their parent
 
 
@@ -271,12 +276,12 @@ def _walk_tree(tree, start, pairs, work, stack, lanes, full):
 
 @njit(cache=True)
 def _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, first, last,
-                curves):
-    """Curves of pairs first, ..., last − 1: k = 0 and 1 from the root and the singleton
-    tables, k >= 2 from walks of every tree; written to ``curves`` (mean over trees)."""
+                first_tree, last_tree, sums):
+    """Sums over trees ``first_tree, ..., last_tree - 1`` of the curves of pairs first, ...,
+    last − 1: k = 0 and 1 from the root and the singleton tables, k >= 2 from walks of those
+    trees; written to ``sums`` (a row per pair, not yet divided by the number of trees)."""
     value = tree[4]
     n_q, p = last - first, perms.shape[1]
-    n_trees = offsets.size - 1
     pairs = (np.empty((n_q, p)), np.empty((n_q, p), dtype=np.int64),
              np.empty((n_q, (p + 7) // 8, 1 << _chunk_width(p)), dtype=np.uint16),
              np.empty(n_q, dtype=np.int64))
@@ -292,35 +297,45 @@ def _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, fir
              np.empty(size, dtype=np.int64))
     lanes = np.zeros((n_q, _lane_count(p)))
     full = np.zeros(n_q)
-    for t in range(n_trees):
+    for t in range(first_tree, last_tree):
         start = offsets[t]
         for q in range(n_q):
             first_feature = perms[first + q, 0]
-            curves[first + q, 0] += value[start, cols[q]]
-            curves[first + q, 1] += table_value(tables, t * p + first_feature,
-                                                 np.float64(xs[q, first_feature]), cols[q])
+            sums[first + q, 0] += value[start, cols[q]]
+            sums[first + q, 1] += table_value(tables, t * p + first_feature,
+                                               np.float64(xs[q, first_feature]), cols[q])
         if p >= 2:
             _walk_tree(tree, start, pairs, work, stack, lanes, full)
     for q in range(n_q):
         for k in range(2, p):
-            curves[first + q, k] = lanes[q, k - 2]
+            sums[first + q, k] = lanes[q, k - 2]
         if p >= 2:
-            curves[first + q, p] = full[q]
-        for k in range(p + 1):
-            curves[first + q, k] /= n_trees
+            sums[first + q, p] = full[q]
 
 
 @njit(cache=True, nogil=True)
 def _path_dependent_tasks(tree, offsets, max_depth, X32, rows, perms, columns, tables,
-                          group_size, curves, first_group, last_group):
-    """Groups of pairs ``first_group, ..., last_group - 1`` of :func:`path_dependent_curves`
-    into their rows of ``curves``."""
-    n_pairs = perms.shape[0]
-    for group in range(first_group, last_group):
+                          group_size, tree_bounds, sums, first_task, last_task):
+    """Tasks ``first_task, ..., last_task - 1`` of :func:`path_dependent_curves`: task
+    g C + c is the group g of pairs over the trees of chunk c (``tree_bounds[c]`` to
+    ``tree_bounds[c + 1]``), into ``sums[c]``."""
+    n_pairs, n_chunks = perms.shape[0], tree_bounds.size - 1
+    for task in range(first_task, last_task):
+        group, chunk = task // n_chunks, task % n_chunks
         first = group * group_size
         last = min(n_pairs, first + group_size)
         _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, first, last,
-                    curves)
+                    tree_bounds[chunk], tree_bounds[chunk + 1], sums[chunk])
+
+
+def tree_chunks(n_trees: int, n_pairs: int, p: int) -> np.ndarray:
+    """Bounds of the chunks of consecutive trees that tasks walk apart, (n_chunks + 1,):
+    ``TREE_CHUNKS`` chunks of equal size (at most one per tree), fewer where their sums
+    would outgrow ``CHUNK_SUMS_BYTES``. A function of the forest and the batch alone, never
+    of the number of threads: the chunks fix the order of every curve's sum."""
+    per_chunk = max(1, n_pairs) * (p + 1) * 8
+    n_chunks = max(1, min(TREE_CHUNKS, n_trees, CHUNK_SUMS_BYTES // per_chunk))
+    return np.linspace(0, n_trees, n_chunks + 1).round().astype(np.int64)
 
 
 def path_dependent_curves(forest: PackedForest, fraction: np.ndarray, X32: np.ndarray,
@@ -352,17 +367,21 @@ def path_dependent_curves(forest: PackedForest, fraction: np.ndarray, X32: np.nd
     # faster than 16); the bound keeps the lanes of a group within a cache-sized buffer and
     # within a quarter of the forest's node arrays (not divided by the number of threads:
     # each core has its own L2 here, and halving the groups on 2 threads cost 27% more work
-    # on breast cancer/RF500). The groups are then evened out to a multiple of the threads,
-    # so that none waits for a last odd group; a pair's curve does not depend on its group.
+    # on breast cancer/RF500). The threads share the work through the chunks of trees, not
+    # through smaller groups: a last batch of 64 pairs on Friedman #1 / RF 300 split in two
+    # groups of 32 took 1.34x the work of one group of 64 (1.4x on 2 threads, not 2x).
     forest_bytes = sum(a.nbytes for a in (left, right, feature, threshold, value, fraction))
     budget = min(GROUP_BYTES, forest_bytes // 4)
     pair_bytes = 2 * (max_depth + 2) * _lane_count(p) * 8
     largest = int(np.clip(budget // pair_bytes, 32, PAIRS_PER_WALK))
-    threads = numba.get_num_threads()
-    n_groups = -(-max(perms.shape[0], 1) // largest)
-    n_groups = -(-n_groups // threads) * threads
-    group_size = max(1, -(-perms.shape[0] // n_groups))
-    curves = np.zeros((perms.shape[0], p + 1))
-    run_tasks(_path_dependent_tasks, -(-perms.shape[0] // group_size), tree, offsets,
-              max_depth, X32, rows, perms, columns, tables, group_size, curves)
-    return curves
+    n_pairs = perms.shape[0]
+    n_groups = -(-max(n_pairs, 1) // largest)
+    group_size = max(1, -(-n_pairs // n_groups))
+    bounds = tree_chunks(forest.n_trees, n_pairs, p)
+    sums = np.zeros((bounds.size - 1, n_pairs, p + 1))  # a block per chunk of trees
+    run_tasks(_path_dependent_tasks, -(-n_pairs // group_size) * (bounds.size - 1), tree,
+              offsets, max_depth, X32, rows, perms, columns, tables, group_size, bounds, sums)
+    curves = sums[0]
+    for chunk in range(1, bounds.size - 1):  # in chunk order, whatever the threads
+        curves += sums[chunk]
+    return curves / forest.n_trees
