@@ -75,8 +75,9 @@ class TreeSAGE(SageMethod):
     name = "tree_sage"
     # 2: surrogate (squared loss) or position (cross-entropy) control variates and a last
     #    batch sized to the threshold: other samples, so other estimates, of the same values
-    # 3: path-dependent curves summed over fixed chunks of trees, then chunk by chunk (the
-    #    threads share a batch of few pairs): the same values but for rounding (within 1e-14)
+    # 3: a batch of few pairs sums its path-dependent curves over chunks of trees, then
+    #    chunk by chunk (so that the threads share it): the same values but for rounding
+    #    (within 1e-14)
     version = 3
     summary = "SAGE with tree-native coalition models (path-dependent or marginal)"
     complexity = {"n": 1, "p": (1, 2), "trees": 1, "depth": None}

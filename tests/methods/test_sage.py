@@ -114,21 +114,24 @@ def test_path_dependent_curves_equal_explicit_recursion(task, forests):
 
 
 def test_path_dependent_chunks_of_trees_add_up_to_the_forest(monkeypatch):
-    """The walk's tasks split the trees into chunks fixed by the sizes alone (8 here, never
-    a function of the threads), so that 2 threads share a batch of few pairs (one group):
-    the curves on 2 threads are the bits of one thread, equal the one-chunk curves up to
+    """A batch of few groups of pairs walks its trees in chunks, fixed by the sizes alone
+    (never by the threads), so that 2 threads share it: here 5 pairs, one group, 6 chunks.
+    The curves on 2 threads are the bits of one thread, equal the one-chunk curves up to
     rounding, and still equal the explicit recursion."""
     from harness.kernels.sage import path_dependent
 
     X, y = make_friedman1(n_samples=200, n_features=6, random_state=1)
     model = RandomForestRegressor(n_estimators=20, max_depth=5, random_state=0).fit(X, y)
     _, rows, perms, columns = _kernel_inputs(model, X, 5, 4)
-    bounds = path_dependent.tree_chunks(20, 5, 6)
-    np.testing.assert_array_equal(bounds, [0, 2, 5, 8, 10, 12, 15, 18, 20])
-    assert path_dependent.tree_chunks(3, 5, 6).tolist() == [0, 1, 2, 3]  # one per tree
-    # 99000 pairs of 7 curve points: 5.5 MB of sums per chunk, 3 within 16 MiB; 10^6: 1
-    assert path_dependent.tree_chunks(20, 99_000, 6).tolist() == [0, 7, 13, 20]
-    assert path_dependent.tree_chunks(20, 10**6, 6).tolist() == [0, 20]
+    chunks = path_dependent.tree_chunks
+    np.testing.assert_array_equal(chunks(20, 1, 5, 6), [0, 3, 7, 10, 13, 17, 20])
+    assert chunks(20, 2, 5, 6).tolist() == [0, 7, 13, 20]  # 2 groups x 3 chunks
+    assert chunks(20, 6, 5, 6).tolist() == [0, 20]  # enough groups: the whole forest
+    assert chunks(3, 1, 5, 6).tolist() == [0, 1, 2, 3]  # at most one chunk per tree
+    # 99000 pairs of 7 curve points: 5.5 MB of sums per chunk, 3 beside the first within
+    # 16 MiB; 10^6 pairs: none beside it
+    assert chunks(20, 1, 99_000, 6).tolist() == [0, 5, 10, 15, 20]
+    assert chunks(20, 1, 10**6, 6).tolist() == [0, 20]
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
@@ -138,7 +141,7 @@ def test_path_dependent_chunks_of_trees_add_up_to_the_forest(monkeypatch):
     finally:
         numba.set_num_threads(before)
     np.testing.assert_array_equal(two, one)
-    monkeypatch.setattr(path_dependent, "TREE_CHUNKS", 1)
+    monkeypatch.setattr(path_dependent, "MIN_TASKS", 1)
     whole = _path_dependent(model, X, rows, perms, columns)
     np.testing.assert_allclose(one, whole, rtol=0, atol=1e-12)
     _assert_explicit_recursion(one, model, X, rows, perms, columns, False)

@@ -53,10 +53,10 @@ LANE_BLOCK = 8  # lanes (coalition steps k = 2, ..., p - 1) are padded to a mult
 #: 8 s more on the cold start's longest task): tree_sage on Friedman #1 / RF 300 0.66 s
 #: against 0.68 s, on digits 0.50-0.52 s against 0.51-0.53 s
 MAX_FEATURES = np.iinfo(np.uint16).max
-#: Trees are walked in this many chunks (tasks apart, summed in chunk order after): the
-#: threads share a batch of few pairs, and the sums of a curve keep one order on any number
-#: of threads; ...within this many bytes of per-chunk sums
-TREE_CHUNKS, CHUNK_SUMS_BYTES = 8, 2**24
+#: A batch with fewer groups of pairs than this walks its trees in chunks (tasks apart,
+#: summed in chunk order after), so that it still makes this many tasks: 3 per thread on 2
+#: threads share a batch of few pairs; ...within this many bytes of extra per-chunk sums
+MIN_TASKS, CHUNK_SUMS_BYTES = 6, 2**24
 INTERNAL, LEAF, TWIG = 0, 1, 2  # kinds of children; leaves and twigs end at their parent
 
 
@@ -315,26 +315,30 @@ def _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, fir
 
 @njit(cache=True, nogil=True)
 def _path_dependent_tasks(tree, offsets, max_depth, X32, rows, perms, columns, tables,
-                          group_size, tree_bounds, sums, first_task, last_task):
+                          group_size, tree_bounds, curves, others, first_task, last_task):
     """Tasks ``first_task, ..., last_task - 1`` of :func:`path_dependent_curves`: task
     g C + c is the group g of pairs over the trees of chunk c (``tree_bounds[c]`` to
-    ``tree_bounds[c + 1]``), into ``sums[c]``."""
+    ``tree_bounds[c + 1]``), into ``curves`` (chunk 0) or ``others[c - 1]``."""
     n_pairs, n_chunks = perms.shape[0], tree_bounds.size - 1
     for task in range(first_task, last_task):
         group, chunk = task // n_chunks, task % n_chunks
         first = group * group_size
         last = min(n_pairs, first + group_size)
         _walk_group(tree, offsets, max_depth, X32, rows, perms, columns, tables, first, last,
-                    tree_bounds[chunk], tree_bounds[chunk + 1], sums[chunk])
+                    tree_bounds[chunk], tree_bounds[chunk + 1],
+                    curves if chunk == 0 else others[chunk - 1])
 
 
-def tree_chunks(n_trees: int, n_pairs: int, p: int) -> np.ndarray:
+def tree_chunks(n_trees: int, n_groups: int, n_pairs: int, p: int) -> np.ndarray:
     """Bounds of the chunks of consecutive trees that tasks walk apart, (n_chunks + 1,):
-    ``TREE_CHUNKS`` chunks of equal size (at most one per tree), fewer where their sums
-    would outgrow ``CHUNK_SUMS_BYTES``. A function of the forest and the batch alone, never
-    of the number of threads: the chunks fix the order of every curve's sum."""
+    as many chunks of equal size as make ``n_groups`` groups of pairs at least
+    ``MIN_TASKS`` tasks (one chunk, the whole forest, for a batch of that many groups; at
+    most one chunk per tree), fewer where the sums of every chunk but the first would
+    outgrow ``CHUNK_SUMS_BYTES``. A function of the forest and the batch alone, never of
+    the number of threads: the chunks fix the order of every curve's sum."""
     per_chunk = max(1, n_pairs) * (p + 1) * 8
-    n_chunks = max(1, min(TREE_CHUNKS, n_trees, CHUNK_SUMS_BYTES // per_chunk))
+    wanted = -(-MIN_TASKS // max(1, n_groups))
+    n_chunks = max(1, min(wanted, n_trees, 1 + CHUNK_SUMS_BYTES // per_chunk))
     return np.linspace(0, n_trees, n_chunks + 1).round().astype(np.int64)
 
 
@@ -377,11 +381,13 @@ def path_dependent_curves(forest: PackedForest, fraction: np.ndarray, X32: np.nd
     n_pairs = perms.shape[0]
     n_groups = -(-max(n_pairs, 1) // largest)
     group_size = max(1, -(-n_pairs // n_groups))
-    bounds = tree_chunks(forest.n_trees, n_pairs, p)
-    sums = np.zeros((bounds.size - 1, n_pairs, p + 1))  # a block per chunk of trees
+    bounds = tree_chunks(forest.n_trees, n_groups, n_pairs, p)
+    curves = np.zeros((n_pairs, p + 1))
+    others = np.zeros((bounds.size - 2, n_pairs, p + 1))  # every chunk's but the first
     run_tasks(_path_dependent_tasks, -(-n_pairs // group_size) * (bounds.size - 1), tree,
-              offsets, max_depth, X32, rows, perms, columns, tables, group_size, bounds, sums)
-    curves = sums[0]
-    for chunk in range(1, bounds.size - 1):  # in chunk order, whatever the threads
-        curves += sums[chunk]
-    return curves / forest.n_trees
+              offsets, max_depth, X32, rows, perms, columns, tables, group_size, bounds,
+              curves, others)
+    for chunk_sums in others:  # in chunk order, whatever the threads
+        curves += chunk_sums
+    curves /= forest.n_trees
+    return curves
