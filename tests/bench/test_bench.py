@@ -250,3 +250,30 @@ def test_headline_names_each_miss_and_the_library_it_was_timed_against(monkeypat
     headline = bench_cli._table(args).headline
     assert headline.endswith("2 miss their target: C sobol_mda, B treeshap vs shap "
                              "path-dependent"), headline
+
+
+def test_a_method_and_predict_are_timed_in_turn_best_of_each(monkeypatch):
+    """The method and the forest's predict run in turn until both ``repeat`` pairs and the
+    budget are spent; each keeps its best run (a fake clock: every call's seconds given)."""
+    clock, order = [0.0], []
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(bench, "TIMED_BUDGET", 1.6)
+    method_seconds, predict_seconds = iter([0.5, 0.2, 0.3, 0.25]), iter([0.1, 0.3, 0.05, 0.2])
+
+    def method():
+        order.append("method")
+        clock[0] += next(method_seconds)
+        return len(order)
+
+    def predict():
+        order.append("predict")
+        clock[0] += next(predict_seconds)
+
+    # pairs take 0.6, 1.1, 1.45 and 1.9 s in all: the fourth reaches the budget
+    seconds, result, predict_best = bench.timed_beside_predict(method, predict, 2)
+    assert order == ["method", "predict"] * 4
+    assert (seconds, predict_best, result) == (pytest.approx(0.2), pytest.approx(0.05), 7)
+    clock[0], order[:] = 0.0, []
+    method_seconds, predict_seconds = iter([6.0]), iter([1.0])
+    seconds, _, predict_best = bench.timed_beside_predict(method, predict, 3)
+    assert (order, seconds, predict_best) == (["method", "predict"], 6.0, 1.0)  # > LONG_RUN
