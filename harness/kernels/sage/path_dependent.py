@@ -41,9 +41,9 @@ import numpy as np
 from numba import njit
 
 from harness.core.errors import BadInputError
-from harness.core.tasks import run_tasks
 from harness.forest.packed import PackedForest, goes_left
 from harness.kernels.sage.tables import table_value
+from harness.kernels.tree_groups import sum_by_groups
 
 PAIRS_PER_WALK = 128  # at most this many pairs walk a tree together (one parallel item)
 GROUP_BYTES = 2**19  # and their lanes of weights take at most this much (all depths)
@@ -383,11 +383,9 @@ def path_dependent_curves(forest: PackedForest, fraction: np.ndarray, X32: np.nd
     group_size = max(1, -(-n_pairs // n_groups))
     bounds = tree_chunks(forest.n_trees, n_groups, n_pairs, p)
     curves = np.zeros((n_pairs, p + 1))
-    others = np.zeros((bounds.size - 2, n_pairs, p + 1))  # every chunk's but the first
-    run_tasks(_path_dependent_tasks, -(-n_pairs // group_size) * (bounds.size - 1), tree,
-              offsets, max_depth, X32, rows, perms, columns, tables, group_size, bounds,
-              curves, others)
-    for chunk_sums in others:  # in chunk order, whatever the threads
-        curves += chunk_sums
+    # chunk 0 sums into the curves, the others apart, added in chunk order after
+    sum_by_groups(_path_dependent_tasks, -(-n_pairs // group_size) * (bounds.size - 1),
+                  curves, bounds.size - 1, tree, offsets, max_depth, X32, rows, perms,
+                  columns, tables, group_size, bounds)
     curves /= forest.n_trees
     return curves
