@@ -357,7 +357,7 @@ def _leaf_growth(timed: pd.DataFrame) -> float:
     return float(leaves[-1] / leaves[0]) if len(leaves) >= 2 and leaves[0] > 0 else math.nan
 
 
-def _tree_growth_allowance(axis: str, timed: pd.DataFrame, x_min: float,
+def _tree_growth_allowance(axis: str, leaf_growth: float, x_min: float,
                            x_max: float) -> float:
     """How far above its stated order in n a method's slope may be where its forests are
     grown on the n rows (``rows = "train"``): the stated order counts the operations at a
@@ -366,13 +366,10 @@ def _tree_growth_allowance(axis: str, timed: pd.DataFrame, x_min: float,
     descent, O(V) with V up to the nodes) then grows by up to the leaves' factor. The
     allowance is that factor's exponent in n, log(leaf growth) / log(x_max / x_min), over
     the judged points; 0 on the other axes and where the leaves do not grow (a forest
-    fixed while n grows)."""
-    if axis != "n" or not x_max > x_min:
+    fixed while n grows). ``leaf_growth`` is :func:`_leaf_growth` of the judged points."""
+    if axis != "n" or not x_max > x_min or not leaf_growth > LEAF_GROWTH_SEEN:
         return 0.0
-    growth = _leaf_growth(timed)
-    if not growth > LEAF_GROWTH_SEEN:
-        return 0.0
-    return math.log(growth) / math.log(x_max / x_min)
+    return math.log(leaf_growth) / math.log(x_max / x_min)
 
 
 def fit_exponents(points: pd.DataFrame, stated: dict[str, dict[str, Stated]],
@@ -421,10 +418,11 @@ def fit_exponents(points: pd.DataFrame, stated: dict[str, dict[str, Stated]],
             row.update(exponent=exponent, x_min=float(timed["x"].min()),
                        x_max=float(timed["x"].max()))
             if claim is not None:
-                allowance = _tree_growth_allowance(axis, timed, row["x_min"], row["x_max"])
+                leaves = _leaf_growth(timed)
+                allowance = _tree_growth_allowance(axis, leaves, row["x_min"], row["x_max"])
                 row["difference"] = outside_range(exponent, low, high + allowance)
                 if allowance > 0:
-                    note = (f"the trees, grown on the n rows, grow {_leaf_growth(timed):.2g}x "
+                    note = (f"the trees, grown on the n rows, grow {leaves:.2g}x "
                             f"in leaves: judged against {stated_label(low, high)}, + "
                             f"{allowance:.2f} for a cost per row up to the tree's size")
                     row["note"] = f"{row['note']}; {note}" if row["note"] else note
@@ -432,8 +430,7 @@ def fit_exponents(points: pd.DataFrame, stated: dict[str, dict[str, Stated]],
                 if short_span(row["x_min"], row["x_max"]):  # noise alone moves the slope
                     unjudged = (f"not judged: sizes {row['x_min']:g} to {row['x_max']:g} span "
                                 f"less than {MIN_SPAN:g}x")
-                elif (axis == "depth" and high > 0
-                      and (leaves := _leaf_growth(timed)) > row["x_max"] / row["x_min"]):
+                elif axis == "depth" and high > 0 and leaves > row["x_max"] / row["x_min"]:
                     unjudged = (f"not judged: the leaves per tree grow {leaves:.0f}x while the "
                                 f"depth grows {row['x_max'] / row['x_min']:.1f}x, so the cost "
                                 f"of a step grows with the trees' size (caches), which an "
