@@ -14,14 +14,18 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 from scipy import stats
 
 from harness.run.results import RunResults, cell_global_view
 
 GROUP = ["dataset", "model", "seed"]
 FIGURE_DPI = 100
+#: Margin around a saved figure's artists, in inches (:func:`save_figure`).
+PAD_INCHES = 0.15
 #: Smallest font of the report's figures, in points: 12.5 px at 100 dpi, so that a figure
 #: shrunk to 80 % of its width on the page still shows every text at 10 px or more.
 FONT_PT = 9
@@ -223,15 +227,31 @@ def title_above(figure: Figure, axes: np.ndarray, text: str) -> None:
 
 def save_figure(figure: Figure, path: Path) -> Path:
     """Render ``figure`` with Agg into the PNG file ``path``, cropped (or extended) to its
-    artists, and return ``path``.
+    artists with a margin of ``PAD_INCHES``, and return ``path``.
 
-    Nothing to close afterwards: the figure was never registered with pyplot, so it is freed
-    with its last reference (clearing it first would only cost time).
+    The same pixels as ``savefig(bbox_inches="tight")`` for one draw fewer: matplotlib
+    finds the tight box by drawing the whole figure once without rendering, then draws it
+    again into the file. Without a layout engine nothing moves at draw time that
+    ``Figure.get_tightbbox`` does not settle itself (view limits, ticks, aspect, title
+    positions), so the box is asked for directly and handed to ``savefig``; a figure with a
+    layout engine (constrained, tight) is laid out by that first draw and keeps it.
+    Nothing to close afterwards: the figure was never registered with pyplot, so it is
+    freed with its last reference (clearing it first would only cost time).
     """
     smallest = min_font_px(figure)
     metadata = {} if smallest is None else {"min_font_px": f"{smallest:.2f}"}
-    figure.savefig(path, dpi=FIGURE_DPI, backend="agg", bbox_inches="tight", pad_inches=0.15,
-                   metadata=metadata)
+    crop: str | Bbox = "tight"
+    if figure.get_layout_engine() is None:
+        canvas, dpi = figure.canvas, figure.dpi
+        try:  # text measured by Agg at FIGURE_DPI, as savefig measures it
+            figure.set_dpi(FIGURE_DPI)
+            renderer = FigureCanvasAgg(figure).get_renderer()
+            crop = figure.get_tightbbox(renderer).padded(PAD_INCHES)
+        finally:  # the base canvas keeps seaborn's draws while plotting free (new_figure)
+            figure.set_canvas(canvas)
+            figure.set_dpi(dpi)
+    figure.savefig(path, dpi=FIGURE_DPI, backend="agg", bbox_inches=crop,
+                   pad_inches=PAD_INCHES, metadata=metadata)
     return path
 
 
