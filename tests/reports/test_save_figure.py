@@ -17,8 +17,14 @@ from matplotlib.backend_bases import FigureCanvasBase
 from matplotlib.patches import Patch
 from PIL import Image
 
-from harness.reports.base import FIGURE_DPI, PAD_INCHES, new_figure, save_figure, subplots, \
-    title_above
+from harness.reports.base import (
+    FIGURE_DPI,
+    PAD_INCHES,
+    new_figure,
+    save_figure,
+    subplots,
+    title_above,
+)
 
 
 def _panels_beyond_the_figure():
