@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from harness.core.blas_threads import one_blas_thread
 from harness.core.complexity import Stated
 from harness.core.params import Param, validate_params
 from harness.core.spec import format_spec
@@ -211,7 +212,8 @@ class Method:
 
     def explain(self, model: Any, data: ExplainData, rng: np.random.Generator,
                 block_rows: int | None = None) -> Importances:
-        """Run the method; only this call is timed.
+        """Run the method, with BLAS on one thread (:mod:`harness.core.blas_threads`); only
+        this call is timed.
 
         ``_explain`` may return an :class:`Importances`, or just the values as an array: the
         base class then fills in ``scope`` (the class's), ``feature_names`` (the data's),
@@ -229,12 +231,14 @@ class Method:
                                            and not isinstance(block_rows, bool)
                                            and block_rows >= 1):
             raise ValueError(f"block_rows must be None or an int >= 1; got {block_rows!r}.")
-        start = time.perf_counter()
-        if self.rows_independent and block_rows is not None and block_rows < data.X.shape[0]:
-            result = self._explain_blocks(model, data, rng, block_rows)
-        else:
-            result = self._explain(model, data, rng)
-        elapsed = time.perf_counter() - start
+        with one_blas_thread():  # the kernels' threads do the parallel work
+            start = time.perf_counter()
+            if (self.rows_independent and block_rows is not None
+                    and block_rows < data.X.shape[0]):
+                result = self._explain_blocks(model, data, rng, block_rows)
+            else:
+                result = self._explain(model, data, rng)
+            elapsed = time.perf_counter() - start
         result = self._as_importances(result, data)
         result.time_explain = elapsed
         result.method = repr(self)
