@@ -50,25 +50,31 @@ def test_explain_runs_on_one_blas_thread_and_gives_the_count_back(two_blas_threa
     assert _blas_threads() == two_blas_threads
 
 
-class _RecordedLimits:
-    """A BLAS controller that records what ``one_blas_thread`` asks of it."""
+class _RecordedLibrary:
+    """A BLAS library whose thread counts ``one_blas_thread`` sets are recorded."""
 
-    def __init__(self):
-        self.calls = []
+    def __init__(self, threads: int):
+        self.threads, self.calls = threads, []
 
-    def limit(self, limits):
-        self.calls.append(("limit", limits))
-        return self
+    def get_num_threads(self) -> int:
+        return self.threads
 
-    def restore_original_limits(self):
-        self.calls.append(("restore",))
+    def set_num_threads(self, threads: int) -> None:
+        self.threads = threads
+        self.calls.append(threads)
+
+
+class _RecordedController:
+    def __init__(self, *threads: int):
+        self.lib_controllers = [_RecordedLibrary(count) for count in threads]
 
 
 def test_overlapping_explains_share_one_limit_given_back_after_the_last(monkeypatch):
     # recorded rather than read back from OpenBLAS: this OpenBLAS (0.3.30) ignores a thread
     # count set from another thread than the main one once the main thread has set one
-    controller = _RecordedLimits()
+    controller = _RecordedController(2, 1)
     monkeypatch.setattr("harness.core.blas_threads._blas_controller", lambda: controller)
+    on_two, on_one = controller.lib_controllers
     entered, first_may_end, first_ended = (threading.Event() for _ in range(3))
     calls_when = {}
 
@@ -84,11 +90,12 @@ def test_overlapping_explains_share_one_limit_given_back_after_the_last(monkeypa
     with one_blas_thread():
         first_may_end.set()
         assert first_ended.wait(10)
-        calls_when["the first ended"] = list(controller.calls)
+        calls_when["the first ended"] = list(on_two.calls)
     thread.join(10)
 
-    assert calls_when["the first ended"] == [("limit", 1)]  # not lifted under the second
-    assert controller.calls == [("limit", 1), ("restore",)]  # and given back after the last
+    assert calls_when["the first ended"] == [1]  # not lifted under the second
+    assert on_two.calls == [1, 2] and on_two.threads == 2  # given back after the last
+    assert on_one.calls == []  # a library on one thread already is left alone
     with one_blas_thread():  # a later explain limits again
-        pass
-    assert controller.calls[2:] == [("limit", 1), ("restore",)]
+        assert on_two.threads == 1
+    assert on_two.calls == [1, 2, 1, 2]
