@@ -227,13 +227,15 @@ def _table(args) -> Section:
                           on_step=progress)
     finally:
         bar.close()
+    if not table.empty:  # printed first: the figures stay on screen if the write fails
+        shown = table[list(BENCH_COLUMNS)].rename(columns=BENCH_COLUMNS).dropna(axis=1,
+                                                                              how="all")
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:.3g}"), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     table.to_json(args.out, orient="records", indent=1)
     if table.empty:
         print("no timings: no method of these cases matches --method")
         return Section(0, "no timings: no method of these cases matches --method")
-    shown = table[list(BENCH_COLUMNS)].rename(columns=BENCH_COLUMNS).dropna(axis=1, how="all")
-    print(shown.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     missed = table[table["meets_target"] == False]  # noqa: E712 (None = no target)
     print(f"{len(table)} timings, {len(missed)} miss their target; table: {args.out}")
     named = ", ".join(f"{row.case} {row.method}"  # a ratio to predict has no reference
@@ -309,10 +311,24 @@ def _everything(args) -> int:
     return max(outcome.code for _, outcome, _ in done)
 
 
+def check_out(out: Path) -> None:
+    """``--out`` names the JSON file of the table, beside which the other modes write theirs:
+    refused before any timing when it is a folder or not a ``.json`` name (a folder failed
+    the one-thread table's write after its 24 minutes of timings)."""
+    if out.is_dir():
+        raise HarnessError(f"--out names the table's JSON file (default {DEFAULT_BENCH_OUT}); "
+                           f"got the folder {str(out)!r}: give a file in it, such as "
+                           f"{str(out / DEFAULT_BENCH_OUT.name)!r}.")
+    if out.suffix != ".json":
+        raise HarnessError(f"--out names the table's JSON file, a name ending in .json "
+                           f"(default {DEFAULT_BENCH_OUT}); got {str(out)!r}.")
+
+
 def run_bench_command(args) -> int:
     """``python -m harness bench``: one mode, or ``--everything``."""
     if args.repeat < 1:
         raise HarnessError(f"--repeat must be an int >= 1; got {args.repeat}.")
+    check_out(args.out)
     chosen = [mode for mode in MODES if getattr(args, mode)]
     if args.everything:
         if chosen:

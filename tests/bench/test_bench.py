@@ -25,6 +25,45 @@ def test_unknown_case_is_one_line_exit_2(capsys):
     assert "Unknown bench case 'nope'. Available bench cases: A1, A2, B, C, benard2022," in err
 
 
+@pytest.mark.parametrize("mode", [[], ["--everything"], ["--memory"], ["--scaling"]])
+@pytest.mark.parametrize("name, expected", [
+    ("", "--out names the table's JSON file (default runs/bench/bench.json); got the folder"),
+    ("bench.csv", "a name ending in .json (default runs/bench/bench.json); got "),
+])
+def test_an_out_that_is_no_json_file_is_refused_before_any_timing(tmp_path, monkeypatch,
+                                                                   capsys, mode, name,
+                                                                   expected):
+    """A folder as --out once failed the one-thread table's write after its 24 minutes."""
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("nothing may be timed")
+
+    monkeypatch.setattr(bench, "run_bench", must_not_run)
+    monkeypatch.setattr("harness.cli.bench.EVERYTHING", (("any", must_not_run),))
+    out = tmp_path / name if name else tmp_path
+    assert main(["bench", *mode, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and len(err.strip().splitlines()) == 1
+    if not name:
+        assert str(tmp_path / "bench.json") in err  # the file it could have meant
+    assert sorted(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_the_table_is_printed_before_it_is_written(tmp_path, monkeypatch, capsys):
+    """Where the JSON cannot be written, the timings are on screen already."""
+    tiny = bench.BenchCase(
+        "tiny-printed", "Friedman #1, 200 rows, 10 trees",
+        lambda: make_friedman1(n_samples=200, random_state=0),
+        lambda: RandomForestRegressor(n_estimators=10, random_state=0), ("mda_bc",))
+    monkeypatch.setitem(bench.CASES, "tiny-printed", tiny)
+    blocked = tmp_path / "a file"
+    blocked.write_text("not a folder")
+    with pytest.raises(OSError):  # its parent is a file: the write fails
+        main(["bench", "--case", "tiny-printed", "--repeat", "1", "--out",
+              str(blocked / "bench.json"), "--no-progress"])
+    printed = capsys.readouterr().out
+    assert "tiny-printed" in printed and "mda_bc" in printed
+
+
 def test_bench_table_divides_each_method_by_predict(tmp_path, monkeypatch, capsys):
     tiny = bench.BenchCase(
         "tiny", "Friedman #1, 200 rows, 10 trees",
