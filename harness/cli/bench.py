@@ -34,6 +34,7 @@ BENCH_COLUMNS = {
     "one_thread_seconds": "1-thread s", "thread_speedup": "threads x",
     "cpu_thread_speedup": "threads x (CPU)",
     "target_thread_speedup": "min threads x", "same_as_one_thread": "same bits",
+    "first_thread_speedup": "threads x, first try",
     "meets_target": "meets",
 }
 #: the modes that replace the speed table, by option name
@@ -241,8 +242,20 @@ def _table(args) -> Section:
     named = ", ".join(f"{row.case} {row.method}"  # a ratio to predict has no reference
                       + (f" vs {row.reference}" if isinstance(row.reference, str) else "")
                       for row in missed.itertuples())
+    retried = _retried(table)
+    if retried:
+        print(f"timed twice, the first try under the thread target: {retried}")
     return Section(0, f"{len(table)} timings on {args.threads} thread(s), {len(missed)} miss "
-                      f"their target{f': {named}' if named else ''}")
+                      f"their target{f': {named}' if named else ''}"
+                      f"{f'; timed twice: {retried}' if retried else ''}")
+
+
+def _retried(table) -> str:
+    """The methods timed beside one thread twice, their first try under the thread target
+    (:func:`harness.bench.runner.timed_threads_retried`), with both speed-ups."""
+    rows = table[table["first_thread_speedup"].notna()].drop_duplicates(["case", "method"])
+    return ", ".join(f"{row.case} {row.method} (first {row.first_thread_speedup:.2f}x, kept "
+                     f"{row.thread_speedup:.2f}x)" for row in rows.itertuples())
 
 
 def _threads_table(args) -> Section:
