@@ -35,13 +35,13 @@ each method is then also timed on one thread, runs alternating between the two c
 that both see the same load), ``first_thread_speedup`` (where the first paired timing of a
 method missed its thread target, its speed-up: the method is then timed beside one thread
 once more after a pause, :data:`THREAD_RETRY_PAUSE`, and the better of the two is the
-row's; both must give the same bits), ``peak_mib`` (the largest memory in use above the start of a
-run: numpy and numba arrays, traced by ``tracemalloc`` in one more run after the timed ones,
-since tracing slows allocation), ``memory_ratio`` (peak over the output's size plus the
-packed forest's), ``target_memory_ratio`` and ``meets_target`` (every set target met; None
-where no target is set). The memory target (issue 6: within 2x of output + flattened forest)
-applies to every method but ``sage``, which wraps another package (not traced, so that
-tracing does not slow its Python loops).
+row's; both must give the same bits), ``peak_mib`` (the largest memory in use above the
+start of a run: numpy and numba arrays, traced by ``tracemalloc`` in one more run after
+the timed ones, since tracing slows allocation), ``memory_ratio`` (peak over the output's
+size plus the packed forest's), ``target_memory_ratio`` and ``meets_target`` (every set
+target met; None where no target is set). The memory target (issue 6: within 2x of the
+output plus the flattened forest) applies to every method but ``sage``, which wraps another
+package (not traced, so that tracing does not slow its Python loops).
 """
 
 from __future__ import annotations
@@ -419,16 +419,19 @@ def timed_threads_retried(call: Callable[[], Any], repeat: int, target: float,
     of the measurement kept, ``same_as_one_thread`` (every measurement's results equal to
     the last bit across the thread counts) and ``first_thread_speedup`` (the first
     measurement's speed-up where it was retried, else NaN)."""
+    def speedup(measurement) -> float:
+        seconds, _, one_thread, _, _ = measurement
+        return one_thread / seconds
+
     measured = [timed_beside_one_thread(call, repeat)]
-    if measured[0][2] / measured[0][0] < target:
+    if speedup(measured[0]) < target:
         time.sleep(pause)
         measured.append(timed_beside_one_thread(call, repeat))
-    seconds, result, one_thread, _, cpu_speedup = max(measured, key=lambda m: m[2] / m[0])
+    seconds, result, one_thread, _, cpu_speedup = max(measured, key=speedup)
     return {"seconds": seconds, "result": result, "one_thread_seconds": one_thread,
             "cpu_thread_speedup": cpu_speedup,
             "same_as_one_thread": all(same_bits(m[1], m[3]) for m in measured),
-            "first_thread_speedup": (measured[0][2] / measured[0][0] if len(measured) > 1
-                                     else NAN)}
+            "first_thread_speedup": speedup(measured[0]) if len(measured) > 1 else NAN}
 
 
 def traced_peak(call: Callable[[], Any]) -> tuple[int, Any]:

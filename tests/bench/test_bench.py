@@ -267,7 +267,6 @@ def test_each_thread_count_is_timed_after_a_run_on_that_count(monkeypatch):
     assert seconds < slow / 2 and one_thread < slow / 2
 
 
-
 def _result(*values):
     return SimpleNamespace(values=np.array(values, dtype=float), std=None)
 
@@ -334,6 +333,7 @@ def test_the_headline_says_which_rows_were_timed_twice(monkeypatch, tmp_path, ca
     said = "A1 treeshap (first 1.35x, kept 1.87x)"
     assert headline.endswith(f"0 miss their target; timed twice: {said}"), headline
     assert f"the first try under the thread target: {said}\n" in capsys.readouterr().out
+
 
 def test_headline_names_each_miss_and_the_library_it_was_timed_against(monkeypatch,
                                                                         tmp_path):
