@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numba
 import numpy as np
 import pytest
@@ -110,6 +112,41 @@ def test_interventional_kernel_equals_brute_force_shapley(diabetes):
     ours = interventional_shap(forest_view(model).paths, X[10:13], background)[:, :, 0]
     for row in range(3):
         expected = _brute_force_interventional(model, X[10 + row], background)
+        np.testing.assert_allclose(ours[row], expected, rtol=0, atol=1e-10)
+
+
+def _distinct_features_on_paths(tree, X) -> np.ndarray:
+    """For each row of X, the number of distinct features split on its path in ``tree``."""
+    on_path = tree.decision_path(X).toarray().astype(bool)
+    split = tree.tree_.feature
+    return np.array([len(set(split[nodes & (split >= 0)])) for nodes in on_path])
+
+
+def test_interventional_kernel_past_one_lane_of_path_features():
+    """Paths of 9 to 16 distinct features, whose leaf sums run over two lanes of 8 slots
+    (one lane below 9, the loop over the path's own features above 16: the 70-split chain
+    below), against subset enumeration through scikit-learn's predict, over the features
+    the row and its background rows differ on."""
+    n_features = 12
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, n_features))
+    y = np.sin(X).sum(axis=1) + X[:, 0] * X[:, 1]
+    model = RandomForestRegressor(3, max_features=None, random_state=0).fit(X, y)
+    background = X[:3]
+    rows = X[3:5]
+    longest = max(_distinct_features_on_paths(tree, rows).max() for tree in model.estimators_)
+    assert 8 < longest <= 16, longest
+    ours = interventional_shap(forest_view(model).paths, rows, background)[:, :, 0]
+    for row, x in enumerate(rows):
+        players = np.flatnonzero((background != x).any(axis=0))
+        masks = np.array(list(itertools.product([False, True], repeat=players.size)))
+        hybrids = np.repeat(background[None], len(masks), axis=0)
+        for k, mask in enumerate(masks):
+            hybrids[k][:, players[mask]] = x[players[mask]]
+        values = model.predict(hybrids.reshape(-1, n_features)).reshape(len(masks), -1)
+        by_subset = {tuple(np.flatnonzero(mask)): v.mean() for mask, v in zip(masks, values)}
+        expected = np.zeros(n_features)
+        expected[players] = shapley_by_subsets(players.size, by_subset.__getitem__)
         np.testing.assert_allclose(ours[row], expected, rtol=0, atol=1e-10)
 
 
