@@ -284,7 +284,7 @@ def _time_explain(method: Method, point: Point, repeat: int,
     A short point (best under ``LONG_RUN``) whose best is more than ``SUSPECT`` times its
     prediction is timed again after ``RETRY_PAUSE``, and keeps the better try: a neighbour
     on this shared host slows a core for longer than one try's runs (local MDI at p = 10^4,
-    1000 rows: 0.110 s, CPU time alike, in one full bench, against 0.022-0.025 s in eight
+    1000 rows: 0.110 s, CPU time alike, in one full bench, against 0.022-0.025 s in six
     runs alone, which read its p exponent as 1.58 against a stated 0 to 1).
     """
     X, y = point.rows(method)
