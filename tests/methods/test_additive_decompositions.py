@@ -75,15 +75,16 @@ def test_treeshap_additivity(forest_without_bootstrap, perturbation):
 
 
 def _brute_force_interventional(model, x, background):
-    """Shapley values of v(S) = mean_z f(x_S, z_~S) by enumerating all subsets."""
+    """Shapley values of v(S) = mean_z f(x_S, z_~S) by enumerating all subsets (every
+    coalition's hybrid rows through one call of ``model.predict``)."""
     p = x.size
-
-    def value(subset):
-        hybrid = background.copy()
-        hybrid[:, list(subset)] = x[list(subset)]
-        return model.predict(hybrid).mean()
-
-    return shapley_by_subsets(p, value)
+    masks = np.array(list(itertools.product([False, True], repeat=p)))
+    hybrids = np.repeat(background[None], len(masks), axis=0)
+    for k, mask in enumerate(masks):
+        hybrids[k][:, mask] = x[mask]
+    values = model.predict(hybrids.reshape(-1, p)).reshape(len(masks), -1).mean(axis=1)
+    by_subset = {tuple(np.flatnonzero(mask)): v for mask, v in zip(masks, values)}
+    return shapley_by_subsets(p, by_subset.__getitem__)
 
 
 def test_shapley_weights_are_a_distribution_over_coalition_sizes():
@@ -125,8 +126,7 @@ def _distinct_features_on_paths(tree, X) -> np.ndarray:
 def test_interventional_kernel_past_one_lane_of_path_features():
     """Paths of 9 to 16 distinct features, whose leaf sums run over two lanes of 8 slots
     (one lane below 9, the loop over the path's own features above 16: the 70-split chain
-    below), against subset enumeration through scikit-learn's predict, over the features
-    the row and its background rows differ on."""
+    below), against subset enumeration through scikit-learn's predict."""
     n_features = 12
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, n_features))
@@ -138,15 +138,7 @@ def test_interventional_kernel_past_one_lane_of_path_features():
     assert 8 < longest <= 16, longest
     ours = interventional_shap(forest_view(model).paths, rows, background)[:, :, 0]
     for row, x in enumerate(rows):
-        players = np.flatnonzero((background != x).any(axis=0))
-        masks = np.array(list(itertools.product([False, True], repeat=players.size)))
-        hybrids = np.repeat(background[None], len(masks), axis=0)
-        for k, mask in enumerate(masks):
-            hybrids[k][:, players[mask]] = x[players[mask]]
-        values = model.predict(hybrids.reshape(-1, n_features)).reshape(len(masks), -1)
-        by_subset = {tuple(np.flatnonzero(mask)): v.mean() for mask, v in zip(masks, values)}
-        expected = np.zeros(n_features)
-        expected[players] = shapley_by_subsets(players.size, by_subset.__getitem__)
+        expected = _brute_force_interventional(model, x, background)
         np.testing.assert_allclose(ours[row], expected, rtol=0, atol=1e-10)
 
 
