@@ -48,6 +48,7 @@ from harness.kernels.background_bits import (
     feature_columns,
     word_rows,
 )
+from harness.kernels.no_alias import NOALIAS
 from harness.kernels.tree_groups import sum_by_groups, tree_groups
 
 ROWS_PER_BLOCK = 64  # rows walked together as the bits of a word (one parallel work item)
@@ -116,7 +117,7 @@ def _pair_sums(gain, z_fails, a_of, weights, z, b, lanes):
     return loss
 
 
-@njit(cache=True)
+@njit(cache=True, **NOALIAS)
 def _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_value, start,
                 columns, first_row, n_rows, directions, word, background_rows, weights,
                 scratch, out):
@@ -147,6 +148,11 @@ def _walk_pairs(kids, feature, threshold, missing, leaf_ptr, leaf_class, leaf_va
     at unsigned offsets (``column[q]``: path feature q's, once per leaf), and counts are
     unsigned, so no index pays numba's negative-index wraparound (C: 64 -> 61 ms, the same
     bits).
+
+    Every array it writes (``out`` and the buffers of ``scratch``) is an allocation of its
+    own, which no other argument shares (:data:`harness.kernels.no_alias.NOALIAS`): one
+    thread, the same bits, best of 15 calls of 30 rows against 30 background rows, C 79.7 ->
+    77.2 ms, B 9.5 -> 8.4, A2 25.8 -> 23.8, A1 50.8 -> 48.5.
     """
     (row_ok, background_ok, on_path, features, live, alive, node_at, phase, rows_left,
      saved_rows, saved_background, background_fails, row_fails, a_of, z_fails, column,
