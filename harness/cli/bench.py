@@ -152,7 +152,7 @@ def exponent_table(exponents):
 
 
 def _cold(args) -> Section:
-    from harness.bench.cold import TARGET_SECONDS, run_cold
+    from harness.bench.cold import MEETS, MISSES, OWN_WORK, TARGET_SECONDS, run_cold
 
     check_processes(args.processes)
     names = methods_to_compile(args.method)
@@ -177,22 +177,24 @@ def _cold(args) -> Section:
     columns = {"method": "method", "compile_seconds": "(a) its compile s",
                "first_call_wall": "(b) wall s", "first_call_cpu": "(b) cpu s",
                "warm_wall": "(b) warm s", "first_call_extra": "(b) - warm s",
-               "meets_after_compile": "(b) meets", "empty_cache_wall": "(c) wall s",
+               "verdict": "(b) verdict", "empty_cache_wall": "(c) wall s",
                "empty_cache_cpu": "(c) cpu s", "meets": "(c) meets", "note": "note"}
     shown = table[[c for c in columns if c in table]].rename(columns=columns)
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print(f"bench wall time: {summary['wall']:.1f} s")
-    over = table[table["meets_after_compile"] != True]  # noqa: E712 (NaN: an error)
-    named = ", ".join(f"{row.method} {row.first_call_wall:.2f} s (warm {row.warm_wall:.2f} s)"
-                      for row in over.itertuples())
     first_import = (f"; first import on an empty cache {summary['import_wall']:.1f} s"
                     if "import_wall" in summary else "")
-    beyond = int((table["extra_meets"] == True).sum())  # noqa: E712 (NaN: an error)
-    return Section(0, f"first calls after the compile within {TARGET_SECONDS:g} s: "
-                      f"{len(table) - len(over)} of {len(table)}"
-                      f"{f' (over: {named})' if named else ''}; their cost beyond the warm "
-                      f"call within {TARGET_SECONDS:g} s: {beyond} of {len(table)}"
-                      f"{first_import}")
+    meets = int((table["verdict"] == MEETS).sum())
+
+    def named(kind: str) -> str:
+        rows = table[table["verdict"] == kind].itertuples()
+        return ", ".join(f"{row.method} {row.first_call_wall:.2f} s (warm {row.warm_wall:.2f} s, "
+                         f"+{row.first_call_extra:.2f} s)" for row in rows) or "none"
+
+    return Section(0, f"first calls after the compile within {TARGET_SECONDS:g} s: {meets} of "
+                      f"{len(table)}; over by their own work alone (the warm call over "
+                      f"{TARGET_SECONDS:g} s, the first call's extra within it): "
+                      f"{named(OWN_WORK)}; missed: {named(MISSES)}{first_import}")
 
 
 def _memory(args) -> Section:
@@ -349,12 +351,7 @@ def run_bench_command(args) -> int:
         return _everything(args)
     if len(chosen) > 1:
         raise HarnessError(f"give one of --{', --'.join(MODES)}; got --{' and --'.join(chosen)}.")
-    if args.runner:
-        return _runner(args).code
-    if args.cold:  # one fresh process per first call, each on one thread
-        return _cold(args).code
-    if args.memory:
-        return _memory(args).code
-    if args.scaling:
-        return _scaling(args).code
-    return _table(args).code
+    section = {"runner": _runner, "cold": _cold, "memory": _memory,
+               "scaling": _scaling}[chosen[0]](args) if chosen else _table(args)
+    print(section.headline)  # the line --everything lists for the section
+    return section.code

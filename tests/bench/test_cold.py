@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from harness.bench.cold import MEETS, MISSES, OWN_WORK, TARGET_SECONDS, verdict
 from harness.cli.main import main
 
 
@@ -14,11 +17,29 @@ def test_bench_cold_prints_the_three_figures_per_method(capsys):
     assert "on 1 processes" in out
     header = next(line for line in out.splitlines() if line.lstrip().startswith("method"))
     for column in ("(a) its compile s", "(b) wall s", "(b) cpu s", "(b) warm s",
-                   "(b) - warm s", "(c) wall s", "(c) cpu s", "(c) meets"):
+                   "(b) - warm s", "(b) verdict", "(c) wall s", "(c) cpu s", "(c) meets"):
         assert column in header
     row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["mdi"])
     wall, warm, extra = (float(row[k]) for k in (2, 4, 5))  # (b) wall, warm, wall - warm
     assert abs(extra - (wall - warm)) <= 0.011, row  # each printed to 0.01
+    assert row[6] == verdict(wall, warm) or abs(wall - TARGET_SECONDS) <= 0.01, row
+    summary = out.strip().splitlines()[-1]
+    assert "first calls after the compile within 2 s: " in summary
+    assert "over by their own work alone" in summary and "missed: " in summary
+
+
+@pytest.mark.parametrize("first, warm, expected", [
+    (0.3, 0.1, MEETS),  # within the target
+    (2.0, 1.9, MEETS),  # at it
+    (2.99, 2.44, OWN_WORK),  # LOCO's refits alone take longer than the target
+    (4.1, 2.2, OWN_WORK),  # ... and the first call adds 1.9 s, within it
+    (4.5, 2.4, MISSES),  # adds 2.1 s: a wait over the target whatever the work
+    (2.5, 1.9, MISSES),  # its own work fits the target, so its first call must too
+    (float("nan"), float("nan"), MISSES),  # a failed call
+])
+def test_verdict_reads_the_target_as_the_wait_beyond_the_methods_own_work(first, warm,
+                                                                          expected):
+    assert verdict(first, warm) == expected
 
 
 def test_bench_cold_refuses_a_bad_process_count(capsys):
